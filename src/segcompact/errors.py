@@ -1,0 +1,59 @@
+"""The exceptions segcompact raises; every one derives from :class:`SegcompactError`."""
+
+from __future__ import annotations
+
+
+class SegcompactError(Exception):
+    """Raised for any failure segcompact reports to its user."""
+
+
+class ConfigError(SegcompactError):
+    """Raised when a configuration file, key or value is not allowed."""
+
+
+class UsageError(SegcompactError):
+    """Raised when a command-line argument is wrong or a named file is missing."""
+
+
+class CorruptBatchError(SegcompactError):
+    """Raised when a batch in a segment cannot be decoded.
+
+    Carries where it is (file, byte position, the batch's base offset when it could be read)
+    and why, so a partition can be marked uncleanable with a precise reason.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        file: str | None = None,
+        position: int | None = None,
+        base_offset: int | None = None,
+    ) -> None:
+        self.reason = reason
+        self.file = file
+        self.position = position
+        self.base_offset = base_offset
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        where = []
+        if self.file is not None:
+            where.append(self.file)
+        if self.position is not None:
+            where.append(f"position {self.position}")
+        if self.base_offset is not None:
+            where.append(f"base offset {self.base_offset}")
+        return f"corrupt batch ({', '.join(where)}): {self.reason}" if where else self.reason
+
+    def located(
+        self, *, file: str | None = None, position: int | None = None,
+        base_offset: int | None = None,
+    ) -> CorruptBatchError:
+        """A copy with the location filled in where this error did not know it."""
+        return CorruptBatchError(
+            self.reason,
+            file=self.file if self.file is not None else file,
+            position=self.position if self.position is not None else position,
+            base_offset=self.base_offset if self.base_offset is not None else base_offset,
+        )

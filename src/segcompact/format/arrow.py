@@ -1,0 +1,188 @@
+"""Decoding a segment to Arrow record batches: the columns of Spark's Kafka source and more.
+
+Per record: ``key, value, topic, partition, offset, timestamp, timestampType, headers`` as
+Spark's Kafka source names and types them, plus ``attributes`` (the record's attributes byte,
+KIP-87's tombstone bit) and the fields of the batch it came from, which compaction needs:
+producer id and epoch, base sequence, transactional, control, delete horizon, the batch's
+offsets, magic and codec. Records of control batches are included (``is_control``).
+
+Memory is bounded: batches are read one at a time and a chunk is emitted every
+``chunk_records`` records or ``chunk_bytes`` bytes of keys, values and headers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from segcompact.errors import CorruptBatchError
+from segcompact.format.attributes import TimestampType
+from segcompact.format.batch import RecordBatch
+from segcompact.format.columns import ColumnBuffers, column_builder
+from segcompact.format.segment import ReadLimits, SegmentReader
+
+TIMESTAMP = pa.timestamp("us", tz="UTC")
+HEADER = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+
+SCHEMA = pa.schema(
+    [
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("timestamp", TIMESTAMP, nullable=False),
+        pa.field("timestampType", pa.int32(), nullable=False),
+        pa.field("headers", pa.list_(HEADER), nullable=False),
+        pa.field("attributes", pa.int8(), nullable=False),
+        pa.field("producer_id", pa.int64(), nullable=False),
+        pa.field("producer_epoch", pa.int16(), nullable=False),
+        pa.field("base_sequence", pa.int32(), nullable=False),
+        pa.field("is_transactional", pa.bool_(), nullable=False),
+        pa.field("is_control", pa.bool_(), nullable=False),
+        pa.field("delete_horizon", TIMESTAMP),
+        pa.field("batch_base_offset", pa.int64(), nullable=False),
+        pa.field("batch_last_offset", pa.int64(), nullable=False),
+        pa.field("magic", pa.int8(), nullable=False),
+        pa.field("compression", pa.int8(), nullable=False),
+    ]
+)
+
+_BATCH_FIELDS = (
+    ("producer_id", pa.int64()),
+    ("producer_epoch", pa.int16()),
+    ("base_sequence", pa.int32()),
+    ("is_transactional", pa.bool_()),
+    ("is_control", pa.bool_()),
+    ("batch_base_offset", pa.int64()),
+    ("batch_last_offset", pa.int64()),
+    ("magic", pa.int8()),
+    ("compression", pa.int8()),
+)
+
+
+@dataclass(slots=True)
+class _BatchMeta:
+    """Per-batch values of the current chunk, expanded to rows with ``take``."""
+
+    columns: dict[str, list[int | bool]] = field(
+        default_factory=lambda: {name: [] for name, _ in _BATCH_FIELDS}
+    )
+    timestamp_type: list[int] = field(default_factory=list)
+    max_timestamp: list[int] = field(default_factory=list)
+    delete_horizon: list[int | None] = field(default_factory=list)
+
+    def add(self, b: RecordBatch) -> int:
+        values = (
+            b.producer_id, b.producer_epoch, b.base_sequence, b.is_transactional, b.is_control,
+            b.base_offset, b.last_offset, b.magic, int(b.compression),
+        )
+        for (name, _), value in zip(_BATCH_FIELDS, values, strict=True):
+            self.columns[name].append(value)
+        self.timestamp_type.append(int(b.timestamp_type))
+        self.max_timestamp.append(b.max_timestamp)
+        self.delete_horizon.append(b.delete_horizon_ms)
+        return len(self.timestamp_type) - 1
+
+
+def _binary(
+    kind: pa.DataType, count: int, offsets: bytes, data: bytes, valid: bytes | None
+) -> pa.Array:
+    null_count = 0
+    bitmap = None
+    if valid is not None:
+        flags = np.frombuffer(valid, dtype=np.uint8)
+        null_count = count - int(np.count_nonzero(flags))
+        if null_count:
+            bitmap = pa.py_buffer(np.packbits(flags, bitorder="little"))
+    return pa.Array.from_buffers(
+        kind, count, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)], null_count
+    )
+
+
+def _millis(values: np.ndarray) -> pa.Array:
+    return pa.array(values.astype(np.int64) * 1000, TIMESTAMP)
+
+
+def to_record_batch(
+    cols: ColumnBuffers, meta: _BatchMeta, topic: str, partition: int
+) -> pa.RecordBatch:
+    n = cols.count
+    rows = pa.array(np.frombuffer(cols.batch, dtype=np.int32))
+    ts = np.frombuffer(cols.timestamp, dtype=np.int64)
+    ts_type = np.asarray(meta.timestamp_type, dtype=np.int32)[rows.to_numpy()]
+    # LogAppendTime: every record takes the batch's max timestamp, as Kafka's readers do.
+    max_ts = np.asarray(meta.max_timestamp, dtype=np.int64)[rows.to_numpy()]
+    ts = np.where(ts_type == TimestampType.LOG_APPEND_TIME, max_ts, ts)
+    horizons = pa.array(
+        [None if h is None else h * 1000 for h in meta.delete_horizon], TIMESTAMP
+    ).take(rows)
+    headers = pa.ListArray.from_arrays(
+        pa.array(np.frombuffer(cols.header_offsets, dtype=np.int32)),
+        pa.StructArray.from_arrays(
+            [
+                _binary(pa.string(), cols.header_count, cols.hkey_offsets, cols.hkey_data, None),
+                _binary(
+                    pa.binary(), cols.header_count, cols.hvalue_offsets, cols.hvalue_data,
+                    cols.hvalue_valid,
+                ),
+            ],
+            fields=list(HEADER),
+        ),
+    )
+    arrays = {
+        "key": _binary(pa.binary(), n, cols.key_offsets, cols.key_data, cols.key_valid),
+        "value": _binary(pa.binary(), n, cols.value_offsets, cols.value_data, cols.value_valid),
+        "topic": pa.repeat(pa.scalar(topic, pa.string()), n),
+        "partition": pa.repeat(pa.scalar(partition, pa.int32()), n),
+        "offset": pa.array(np.frombuffer(cols.offset, dtype=np.int64)),
+        "timestamp": _millis(ts),
+        "timestampType": pa.array(ts_type),
+        "headers": headers,
+        "attributes": pa.array(np.frombuffer(cols.attributes, dtype=np.int8)),
+        "delete_horizon": horizons,
+    }
+    for name, kind in _BATCH_FIELDS:
+        arrays[name] = pa.array(meta.columns[name], kind).take(rows)
+    return pa.RecordBatch.from_arrays([arrays[f.name] for f in SCHEMA], schema=SCHEMA)
+
+
+def decode_segment(
+    path: str | os.PathLike[str],
+    topic: str,
+    partition: int,
+    *,
+    chunk_records: int = 1 << 18,
+    chunk_bytes: int = 64 << 20,
+    limits: ReadLimits = ReadLimits(),
+    pure: bool = False,
+) -> Iterator[pa.RecordBatch]:
+    """Arrow record batches of every record in a segment, in log order.
+
+    Raises :class:`CorruptBatchError` (with file, position and base offset) at the first bad
+    batch; everything before it has been yielded already.
+    """
+    reader = SegmentReader(path, limits=limits)
+    builder = column_builder(pure)
+    meta = _BatchMeta()
+    for batch in reader:
+        index = meta.add(batch)
+        try:
+            builder.append(
+                batch.payload(limits.max_uncompressed_bytes), batch.records_count,
+                batch.base_offset, batch.base_timestamp, index,
+            )
+        except (CorruptBatchError, ValueError) as e:
+            error = e if isinstance(e, CorruptBatchError) else CorruptBatchError(str(e))
+            raise error.located(
+                file=reader.path, position=batch.position, base_offset=batch.base_offset
+            ) from None
+        if len(builder) >= chunk_records or builder.nbytes >= chunk_bytes:
+            yield to_record_batch(builder.finish(), meta, topic, partition)
+            meta = _BatchMeta()
+    if len(builder):
+        yield to_record_batch(builder.finish(), meta, topic, partition)

@@ -1,0 +1,225 @@
+"""Compression codecs as Kafka frames them, behind one :class:`Codec` protocol and a registry.
+
+- gzip: a gzip member (RFC 1952).
+- snappy: xerial's framing (``\\x82SNAPPY\\x00``, version, compatible version, then blocks of
+  i32 length + raw snappy). Input without the header is read as one raw block, as xerial does.
+- lz4: the LZ4 frame format with 64 KiB independent blocks and no checksums, as
+  ``KafkaLZ4BlockOutputStream`` writes it. Magic-0 messages carry a header checksum computed
+  over the magic bytes too (KAFKA-3160); :func:`fix_legacy_lz4_header` repairs it.
+- zstd: a zstd frame.
+
+Every ``decompress`` takes a ``limit`` and raises rather than produce more: a batch's claimed
+or actual size never drives an unbounded allocation (decompression bombs).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Protocol
+
+import cramjam
+import lz4.frame
+import zstandard
+
+from segcompact.errors import CorruptBatchError
+from segcompact.format.attributes import Compression
+
+_CHUNK = 1 << 16
+
+
+class Codec(Protocol):
+    compression: Compression
+
+    def compress(self, data: bytes) -> bytes: ...
+
+    def decompress(self, data: bytes | memoryview, limit: int) -> bytes:
+        """The decompressed bytes; :class:`CorruptBatchError` if corrupt or over ``limit``."""
+        ...
+
+
+def _too_big(name: str, limit: int) -> CorruptBatchError:
+    return CorruptBatchError(
+        f"{name} data decompresses to more than {limit} bytes (limit; a decompression bomb?)"
+    )
+
+
+class GzipCodec:
+    compression = Compression.GZIP
+
+    def compress(self, data: bytes) -> bytes:
+        c = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        return c.compress(data) + c.flush()
+
+    def decompress(self, data: bytes | memoryview, limit: int) -> bytes:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out = d.decompress(data, limit + 1)
+        except zlib.error as e:
+            raise CorruptBatchError(f"gzip data is corrupt: {e}") from None
+        if len(out) > limit:
+            raise _too_big("gzip", limit)
+        if not d.eof:
+            raise CorruptBatchError("gzip data is truncated")
+        return out
+
+
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = struct.Struct(">8sii")
+_XERIAL_BLOCK = 32 * 1024  # xerial SnappyOutputStream's default block size
+
+
+class SnappyCodec:
+    compression = Compression.SNAPPY
+
+    def compress(self, data: bytes) -> bytes:
+        out = bytearray(_XERIAL_HEADER.pack(_XERIAL_MAGIC, 1, 1))
+        view = memoryview(data)
+        for start in range(0, len(data), _XERIAL_BLOCK):
+            block = bytes(cramjam.snappy.compress_raw(view[start : start + _XERIAL_BLOCK]))
+            out += struct.pack(">i", len(block))
+            out += block
+        return bytes(out)
+
+    def decompress(self, data: bytes | memoryview, limit: int) -> bytes:
+        view = memoryview(data)
+        if bytes(view[:8]) != _XERIAL_MAGIC:
+            return self._raw(view, limit)
+        pos, end = _XERIAL_HEADER.size, len(view)
+        out = bytearray()
+        while pos < end:
+            if pos + 4 > end:
+                raise CorruptBatchError("snappy (xerial) block length runs past the data")
+            (n,) = struct.unpack_from(">i", view, pos)
+            pos += 4
+            if n < 0 or pos + n > end:
+                raise CorruptBatchError(
+                    f"snappy (xerial) block of {n} bytes runs past the data ({end - pos} left)"
+                )
+            out += self._raw(view[pos : pos + n], limit - len(out))
+            pos += n
+        return bytes(out)
+
+    @staticmethod
+    def _raw(block: memoryview, limit: int) -> bytes:
+        # A raw snappy block opens with its uncompressed length as an unsigned varint.
+        claimed, shift = 0, 0
+        for i in range(min(5, len(block))):
+            claimed |= (block[i] & 0x7F) << shift
+            shift += 7
+            if not block[i] & 0x80:
+                break
+        if claimed > limit:
+            raise _too_big("snappy", limit)
+        try:
+            return bytes(cramjam.snappy.decompress_raw(block))
+        except cramjam.DecompressionError as e:
+            raise CorruptBatchError(f"snappy data is corrupt: {e}") from None
+
+
+class Lz4Codec:
+    compression = Compression.LZ4
+
+    def compress(self, data: bytes) -> bytes:
+        return lz4.frame.compress(
+            data,
+            block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+            block_linked=False,
+            content_checksum=False,
+            store_size=False,
+        )
+
+    def decompress(self, data: bytes | memoryview, limit: int) -> bytes:
+        d = lz4.frame.LZ4FrameDecompressor()
+        try:
+            out = d.decompress(data, max_length=limit + 1)
+        except RuntimeError as e:
+            raise CorruptBatchError(f"lz4 data is corrupt: {e}") from None
+        if len(out) > limit:
+            raise _too_big("lz4", limit)
+        if not d.eof:
+            raise CorruptBatchError("lz4 frame is truncated")
+        return out
+
+
+class ZstdCodec:
+    compression = Compression.ZSTD
+    _compressor = zstandard.ZstdCompressor(level=3)
+    _decompressor = zstandard.ZstdDecompressor()
+
+    def compress(self, data: bytes) -> bytes:
+        return self._compressor.compress(data)
+
+    def decompress(self, data: bytes | memoryview, limit: int) -> bytes:
+        try:
+            claimed = zstandard.frame_content_size(data)
+            if claimed > limit:
+                raise _too_big("zstd", limit)
+            if claimed >= 0:
+                return self._decompressor.decompress(data)
+            # No size in the frame header (Kafka's zstd-jni stream writes none): read in chunks.
+            reader = self._decompressor.stream_reader(data, read_across_frames=True)
+            out = bytearray()
+            while chunk := reader.read(_CHUNK):
+                out += chunk
+                if len(out) > limit:
+                    raise _too_big("zstd", limit)
+            return bytes(out)
+        except zstandard.ZstdError as e:
+            raise CorruptBatchError(f"zstd data is corrupt: {e}") from None
+
+
+CODECS: dict[Compression, Codec] = {
+    c.compression: c for c in (GzipCodec(), SnappyCodec(), Lz4Codec(), ZstdCodec())
+}
+
+
+def codec_for(compression: Compression | int) -> Codec:
+    """The codec for a compression id; :class:`CorruptBatchError` for an unknown id."""
+    try:
+        return CODECS[Compression(compression)]
+    except (ValueError, KeyError):
+        raise CorruptBatchError(f"unknown compression codec id {int(compression)}") from None
+
+
+_PRIME1, _PRIME2, _PRIME3, _PRIME4, _PRIME5 = (
+    2654435761, 2246822519, 3266489917, 668265263, 374761393,
+)
+_M32 = 0xFFFFFFFF
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def _xxh32_short(data: bytes) -> int:
+    """xxHash32 with seed 0 of fewer than 16 bytes (an LZ4 frame descriptor)."""
+    h = (_PRIME5 + len(data)) & _M32
+    pos = 0
+    while pos + 4 <= len(data):
+        (word,) = struct.unpack_from("<I", data, pos)
+        h = (_rotl((h + word * _PRIME3) & _M32, 17) * _PRIME4) & _M32
+        pos += 4
+    for b in data[pos:]:
+        h = (_rotl((h + b * _PRIME5) & _M32, 11) * _PRIME1) & _M32
+    h ^= h >> 15
+    h = (h * _PRIME2) & _M32
+    h ^= h >> 13
+    h = (h * _PRIME3) & _M32
+    return h ^ (h >> 16)
+
+
+def lz4_header_checksum(descriptor: bytes) -> int:
+    """The frame header checksum byte over FLG..(content size) as the LZ4 spec defines it."""
+    return (_xxh32_short(descriptor) >> 8) & 0xFF
+
+
+def fix_legacy_lz4_header(data: bytes) -> bytes:
+    """Rewrite the header checksum that Kafka's magic-0 producers computed over the magic too."""
+    if len(data) < 7:
+        raise CorruptBatchError("lz4 frame header is truncated")
+    flg = data[4]
+    end = 6 + (8 if flg & 0x08 else 0)  # FLG, BD, optional content size
+    if len(data) <= end:
+        raise CorruptBatchError("lz4 frame header is truncated")
+    return data[:end] + bytes([lz4_header_checksum(data[4:end])]) + data[end + 1 :]

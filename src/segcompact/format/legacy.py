@@ -1,0 +1,150 @@
+"""Magic 0 and 1 message sets (``LegacyRecord.java``), read into the v2 batch model.
+
+Each log entry is one shallow message::
+
+    offset: int64               the wrapper's offset is that of its last inner message
+    size: int32
+    crc: uint32                 CRC-32 of magic..end
+    magic: int8                 0 or 1
+    attributes: int8            0-2 codec, 3 log-append time (v1)
+    timestamp: int64            v1 only
+    key: int32 length (-1 null) + bytes
+    value: int32 length (-1 null) + bytes
+
+A compressed wrapper's value is a compressed message set of uncompressed inner messages. Inner
+offsets are absolute in v0 and relative (0..n-1) in v1. Kafka forbids deeper nesting, and so do
+we. Legacy batches are never transactional and have no headers.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from segcompact.errors import CorruptBatchError
+from segcompact.format.attributes import Compression, LegacyAttr, TimestampType
+from segcompact.format.batch import LOG_OVERHEAD, NO_TIMESTAMP, RecordBatch
+from segcompact.format.codecs import codec_for, fix_legacy_lz4_header
+from segcompact.format.crc import crc32
+from segcompact.format.record import Record
+
+_PREFIX = struct.Struct(">IbB")  # crc, magic, attributes (after LOG_OVERHEAD)
+_CRC_START = LOG_OVERHEAD.size + 4
+_MIN_SIZE = {0: 4 + 1 + 1 + 4 + 4, 1: 4 + 1 + 1 + 8 + 4 + 4}  # size field's minimum
+
+
+def min_message_size(magic: int) -> int:
+    return _MIN_SIZE[magic]
+
+
+def _bytes_field(entry: bytes, pos: int, what: str) -> tuple[bytes | None, int]:
+    if pos + 4 > len(entry):
+        raise CorruptBatchError(f"{what} length runs past the message")
+    (n,) = struct.unpack_from(">i", entry, pos)
+    pos += 4
+    if n == -1:
+        return None, pos
+    if n < 0 or pos + n > len(entry):
+        raise CorruptBatchError(f"{what} of {n} bytes runs past the message ({len(entry) - pos} left)")
+    return entry[pos : pos + n], pos + n
+
+
+class _Message:
+    __slots__ = ("offset", "crc", "crc_valid", "magic", "attributes", "timestamp", "key", "value")
+
+    def __init__(self, entry: bytes) -> None:
+        self.offset, _size = LOG_OVERHEAD.unpack_from(entry)
+        self.crc, self.magic, self.attributes = _PREFIX.unpack_from(entry, LOG_OVERHEAD.size)
+        if self.magic not in _MIN_SIZE:
+            raise CorruptBatchError(f"unknown magic {self.magic}")
+        if len(entry) < LOG_OVERHEAD.size + _MIN_SIZE[self.magic]:
+            raise CorruptBatchError(
+                f"magic {self.magic} message of {len(entry)} bytes is shorter than its header"
+            )
+        pos = _CRC_START + 2
+        self.timestamp = NO_TIMESTAMP
+        if self.magic == 1:
+            (self.timestamp,) = struct.unpack_from(">q", entry, pos)
+            pos += 8
+        self.key, pos = _bytes_field(entry, pos, "key")
+        self.value, pos = _bytes_field(entry, pos, "value")
+        if pos != len(entry):
+            raise CorruptBatchError(f"{len(entry) - pos} bytes follow the message's value")
+        self.crc_valid = crc32(memoryview(entry)[_CRC_START:]) == self.crc
+
+
+def _inner_messages(wrapper: _Message, max_uncompressed: int) -> list[_Message]:
+    compression = Compression(wrapper.attributes & LegacyAttr.COMPRESSION)
+    data = wrapper.value or b""
+    if compression is Compression.LZ4 and wrapper.magic == 0:
+        data = fix_legacy_lz4_header(data)
+    inner = codec_for(compression).decompress(data, max_uncompressed)
+    messages = []
+    pos = 0
+    while pos < len(inner):
+        if pos + LOG_OVERHEAD.size > len(inner):
+            raise CorruptBatchError("inner message header runs past the decompressed data")
+        _, size = LOG_OVERHEAD.unpack_from(inner, pos)
+        end = pos + LOG_OVERHEAD.size + size
+        if size < _MIN_SIZE[0] or end > len(inner):
+            raise CorruptBatchError(f"inner message of {size} bytes runs past the data")
+        message = _Message(inner[pos:end])
+        if message.attributes & LegacyAttr.COMPRESSION:
+            raise CorruptBatchError("an inner message is itself compressed (nested compression)")
+        if message.magic != wrapper.magic:
+            raise CorruptBatchError(
+                f"inner message magic {message.magic} differs from its wrapper's {wrapper.magic}"
+            )
+        if not message.crc_valid:
+            raise CorruptBatchError(f"inner message at offset {message.offset} fails its CRC")
+        messages.append(message)
+        pos = end
+    if not messages:
+        raise CorruptBatchError("compressed wrapper message holds no inner messages")
+    return messages
+
+
+def parse_legacy(entry: bytes, position: int, max_uncompressed: int) -> RecordBatch:
+    """A shallow v0/v1 message (LOG_OVERHEAD included) as a batch of its inner records."""
+    try:
+        wrapper = _Message(entry)
+        compression_id = wrapper.attributes & LegacyAttr.COMPRESSION
+        try:
+            compression = Compression(compression_id)
+        except ValueError:
+            raise CorruptBatchError(f"unknown compression codec id {compression_id}") from None
+        log_append = wrapper.magic == 1 and bool(wrapper.attributes & LegacyAttr.LOG_APPEND_TIME)
+        if wrapper.magic == 0:
+            ts_type = TimestampType.NO_TIMESTAMP
+        else:
+            ts_type = TimestampType.LOG_APPEND_TIME if log_append else TimestampType.CREATE_TIME
+        if compression is Compression.NONE:
+            records = [Record(wrapper.offset, wrapper.timestamp, wrapper.key, wrapper.value)]
+        else:
+            inner = _inner_messages(wrapper, max_uncompressed)
+            if wrapper.magic == 0:
+                offsets = [m.offset for m in inner]
+            else:
+                shift = wrapper.offset - inner[-1].offset
+                offsets = [shift + m.offset for m in inner]
+            records = [
+                Record(o, wrapper.timestamp if log_append else m.timestamp, m.key, m.value)
+                for o, m in zip(offsets, inner, strict=True)
+            ]
+    except CorruptBatchError as e:
+        raise e.located(position=position, base_offset=LOG_OVERHEAD.unpack_from(entry)[0]) from None
+    return RecordBatch(
+        position=position,
+        base_offset=records[0].offset,
+        last_offset=wrapper.offset,
+        magic=wrapper.magic,
+        crc=wrapper.crc,
+        crc_valid=wrapper.crc_valid,
+        compression=compression,
+        timestamp_type=ts_type,
+        base_timestamp=records[0].timestamp,
+        max_timestamp=max(r.timestamp for r in records),
+        records_count=len(records),
+        size=len(entry),
+        attributes=wrapper.attributes,
+        _legacy=tuple(records),
+    )

@@ -1,0 +1,124 @@
+"""Reading a segment file (``<base offset>.log``) batch by batch, with bounded memory.
+
+Only one batch is held at a time; a batch's claimed size is checked against the bytes left in
+the file and against ``max_batch_bytes`` before anything is read or allocated for it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from segcompact.errors import CorruptBatchError
+from segcompact.format.batch import (
+    DEFAULT_MAX_UNCOMPRESSED,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    V2_HEADER_SIZE,
+    RecordBatch,
+    parse_v2,
+)
+from segcompact.format.legacy import min_message_size, parse_legacy
+
+DEFAULT_MAX_BATCH_BYTES = 256 << 20
+_READ_BUFFER = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class ReadLimits:
+    """Bounds on what one batch may claim or expand to."""
+
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    max_uncompressed_bytes: int = DEFAULT_MAX_UNCOMPRESSED
+
+
+def base_offset_of(path: str | os.PathLike[str]) -> int:
+    """The base offset a segment's file name holds (``00000000000000000042.log`` → 42)."""
+    stem = os.path.basename(os.fspath(path)).split(".", 1)[0]
+    if not stem.isdigit():
+        raise ValueError(f"{path}: not a segment file name (<20-digit base offset>.log)")
+    return int(stem)
+
+
+class SegmentReader:
+    """Iterates the batches of one ``.log`` file.
+
+    ``verify_crc=True`` raises :class:`CorruptBatchError` at the first batch whose checksum
+    fails; ``False`` yields it with ``crc_valid`` false (as ``dump`` wants). After iteration,
+    or after an error, :attr:`valid_bytes` is the position just past the last good batch.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        verify_crc: bool = True,
+        limits: ReadLimits = ReadLimits(),
+    ) -> None:
+        self.path = os.fspath(path)
+        self.verify_crc = verify_crc
+        self.limits = limits
+        self.valid_bytes = 0
+
+    def __iter__(self) -> Iterator[RecordBatch]:
+        with open(self.path, "rb", buffering=_READ_BUFFER) as f:
+            size = os.fstat(f.fileno()).st_size
+            position = 0
+            while position < size:
+                try:
+                    batch = self._read_one(f, position, size)
+                except CorruptBatchError as e:
+                    raise e.located(file=self.path, position=position) from None
+                yield batch
+                position += batch.size
+                self.valid_bytes = position
+
+    def _read_one(self, f: BinaryIO, position: int, file_size: int) -> RecordBatch:
+        left = file_size - position
+        if left < LOG_OVERHEAD.size + 5:
+            raise CorruptBatchError(f"{left} trailing bytes are too few for a batch header")
+        head = f.read(LOG_OVERHEAD.size + 5)
+        base_offset, length = LOG_OVERHEAD.unpack_from(head)
+        magic = head[MAGIC_OFFSET]
+        total = LOG_OVERHEAD.size + length
+        where = {"base_offset": base_offset}
+        if magic == 2:
+            minimum = V2_HEADER_SIZE - LOG_OVERHEAD.size
+        elif magic in (0, 1):
+            minimum = min_message_size(magic)
+        else:
+            raise CorruptBatchError(f"unknown magic {magic} (expected 0, 1 or 2)", **where)
+        if length < minimum:
+            raise CorruptBatchError(
+                f"batch length {length} is less than the {minimum} bytes magic {magic} needs",
+                **where,
+            )
+        if total > left:
+            raise CorruptBatchError(
+                f"batch length {length} runs past the end of the file ({left} bytes left)",
+                **where,
+            )
+        if total > self.limits.max_batch_bytes:
+            raise CorruptBatchError(
+                f"batch length {length} exceeds the {self.limits.max_batch_bytes}-byte limit",
+                **where,
+            )
+        entry = head + f.read(total - len(head))
+        if magic == 2:
+            batch = parse_v2(entry, position)
+        else:
+            batch = parse_legacy(entry, position, self.limits.max_uncompressed_bytes)
+        if self.verify_crc and not batch.crc_valid:
+            raise CorruptBatchError(
+                f"CRC mismatch: stored {batch.crc:#010x}", base_offset=batch.base_offset
+            )
+        return batch
+
+
+def read_batches(
+    path: str | os.PathLike[str], *, verify_crc: bool = True, limits: ReadLimits = ReadLimits()
+) -> Iterator[RecordBatch]:
+    """Shorthand for iterating a :class:`SegmentReader`."""
+    return iter(SegmentReader(path, verify_crc=verify_crc, limits=limits))

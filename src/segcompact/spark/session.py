@@ -1,0 +1,114 @@
+"""The SparkSession factory: a local session with Delta Lake's jars, or the one already running.
+
+Three ways in, one function:
+- a session already exists (Databricks, a notebook, a test fixture): it is returned as is;
+  Databricks has Delta built in and owns its own settings;
+- the driver was started by ``spark-submit``: master and jars come from its command line
+  (``--packages io.delta:...``), only segcompact's SQL settings are added;
+- otherwise segcompact starts the JVM itself with the Delta jars that ``make setup`` resolved
+  from Maven Central into ``<repo>/.jars/delta`` (or ``$SEGCOMPACT_JARS_DIR``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from segcompact.errors import SegcompactError
+
+JARS_DIR_ENV = "SEGCOMPACT_JARS_DIR"
+_JARS_SUBDIR = Path(".jars", "delta")
+
+# Only Delta's own connector and storage layer. delta-spark's pom also pulls in delta-kernel,
+# Unity Catalog clients, Hadoop, Parquet and Jackson jars older than the ones in the pyspark
+# wheel; on the classpath they would shadow or mix with Spark's own classes.
+_DELTA_JAR_PATTERNS = ("delta-spark_*.jar", "delta-storage-*.jar")
+
+# Settings segcompact relies on wherever it starts the session.
+_BASE_CONF: dict[str, str] = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    # Kafka timestamps are epoch milliseconds; render and truncate them the same everywhere.
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+
+# A small local machine (tests run on two cores): few shuffle partitions, no UI, loopback only.
+_LOCAL_CONF: dict[str, str] = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    # Delta replays its log with 50 partitions by default, which dominates small local jobs.
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.memory": "1g",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+}
+
+
+def get_spark(
+    app_name: str = "segcompact",
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """Return the active SparkSession, or start one with Delta Lake configured.
+
+    ``master`` defaults to ``local[*]`` unless ``spark-submit`` already chose one. ``conf``
+    entries are applied last and win over segcompact's defaults; they are ignored when a
+    session is already active.
+    """
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+
+    settings = dict(_BASE_CONF)
+    builder = SparkSession.builder.appName(app_name)
+    if master is None and _launched_by_spark_submit():
+        pass  # master, jars and resources come from spark-submit's command line
+    else:
+        master = master or "local[*]"
+        builder = builder.master(master)
+        settings["spark.jars"] = ",".join(str(jar) for jar in find_delta_jars())
+        if master.startswith("local"):
+            # Python workers must run this interpreter (the venv), not whatever `python3` is.
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+            settings.update(_LOCAL_CONF)
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def find_delta_jars() -> list[Path]:
+    """Return the Delta jars to put on the classpath, or raise if ``make setup`` has not run."""
+    for jars_dir in _candidate_dirs():
+        jars = [max(jars_dir.glob(pattern), default=None) for pattern in _DELTA_JAR_PATTERNS]
+        if all(jar is not None for jar in jars):
+            return [jar.resolve() for jar in jars if jar is not None]
+    where = os.environ.get(JARS_DIR_ENV) or str(_JARS_SUBDIR)
+    raise SegcompactError(
+        f"Delta Lake's jars (delta-spark, delta-storage) not found in {where}; run `make setup`"
+    )
+
+
+def _candidate_dirs() -> list[Path]:
+    override = os.environ.get(JARS_DIR_ENV)
+    if override:
+        return [Path(override).expanduser()]
+    # The repo root is an ancestor both of src/ (editable install) and of .venv/ (a regular
+    # install into the repo's venv); the working directory covers running from a checkout.
+    here = Path(__file__).resolve()
+    cwd = Path.cwd().resolve()
+    roots = [*here.parents, cwd, *cwd.parents]
+    return [root / _JARS_SUBDIR for root in dict.fromkeys(roots) if (root / _JARS_SUBDIR).is_dir()]
+
+
+def _launched_by_spark_submit() -> bool:
+    # spark-submit starts the JVM first and hands the Python driver its gateway port.
+    return "PYSPARK_GATEWAY_PORT" in os.environ

@@ -1,0 +1,489 @@
+"""A real single-node Apache Kafka broker (KRaft, combined broker+controller) for tests.
+
+Kafka is a test-only reference here: golden segments are written by it, and interop tests
+compare segcompact with its log cleaner and its `DumpLogSegments`. The jars come from Maven
+Central (`make .jars/kafka/.done`); Java comes from `JAVA_HOME` or `PATH`.
+
+The broker binds 127.0.0.1 only, on ports picked at start. Its stdout/stderr go to
+`<directory>/broker.log`; the tail of that file is in the error when it fails to start.
+
+    with KafkaBroker(tmp_path) as broker:
+        broker.create_topic("t", config={"cleanup.policy": "compact"})
+        ...produce to broker.bootstrap...
+    # stopped cleanly: segments are flushed under broker.partition_dir("t")
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+import weakref
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+JARS_ENV = "SEGCOMPACT_KAFKA_JARS"
+HOST = "127.0.0.1"
+NODE_ID = 1
+
+_log = logging.getLogger(__name__)
+
+# Settings a one-node cluster needs (internal topics default to replication 3) plus ones that
+# keep tests fast. Callers' `properties` override any of these.
+_BASE_PROPERTIES: dict[str, str] = {
+    "process.roles": "broker,controller",
+    "node.id": str(NODE_ID),
+    "controller.listener.names": "CONTROLLER",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "min.insync.replicas": "1",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "auto.create.topics.enable": "false",
+    # Kafka's clean shutdown still waits for a controlled-shutdown round trip with itself.
+    "controlled.shutdown.enable": "true",
+}
+
+# Used when the classpath has a working SLF4J binding: reload4j (slf4j-reload4j) reads
+# log4j.properties, log4j-slf4j-impl reads the log4j2 file. Both log to stdout, which goes to
+# broker.log.
+_LOG4J_PROPERTIES = """\
+log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.org.apache.kafka.clients=WARN
+log4j.logger.kafka.request.logger=WARN
+"""
+_LOG4J2_PROPERTIES = """\
+appender.stdout.type=Console
+appender.stdout.name=STDOUT
+appender.stdout.layout.type=PatternLayout
+appender.stdout.layout.pattern=[%d] %p %m (%c)%n
+rootLogger.level=INFO
+rootLogger.appenderRef.stdout.ref=STDOUT
+logger.clients.name=org.apache.kafka.clients
+logger.clients.level=WARN
+"""
+
+
+class KafkaBrokerError(RuntimeError):
+    """Raised when Kafka's jars or Java are missing, or a broker or tool fails."""
+
+
+def kafka_jars_dir() -> Path:
+    """The folder holding Kafka's jars: `$SEGCOMPACT_KAFKA_JARS` or `<repo>/.jars/kafka`."""
+    env = os.environ.get(JARS_ENV)
+    return Path(env) if env else REPO_ROOT / ".jars" / "kafka"
+
+
+def _find_java() -> str | None:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        candidate = Path(java_home) / "bin" / "java"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return shutil.which("java")
+
+
+def kafka_jars_available() -> bool:
+    """True when Java and Kafka's broker jar are both there (a broker can be started)."""
+    jars = kafka_jars_dir()
+    return _find_java() is not None and any(jars.glob("kafka_2.13-*.jar"))
+
+
+def missing_kafka_message() -> str:
+    """Why a Kafka test cannot run, and what to do about it."""
+    return (
+        f"Apache Kafka's jars or Java are missing (jars dir {kafka_jars_dir()}, "
+        f"java {_find_java() or 'not found'}): run `make .jars/kafka/.done` "
+        f"(or set {JARS_ENV}) and install Java 17+"
+    )
+
+
+def java_executable() -> str:
+    """The `java` to run Kafka with; raises KafkaBrokerError when there is none."""
+    java = _find_java()
+    if java is None:
+        raise KafkaBrokerError("java not found: set JAVA_HOME or put java on PATH")
+    return java
+
+
+def kafka_version() -> str:
+    """The Kafka version of the jars, read from the `kafka-clients-<version>.jar` name."""
+    for jar in sorted(kafka_jars_dir().glob("kafka-clients-*.jar")):
+        return jar.name.removeprefix("kafka-clients-").removesuffix(".jar")
+    raise KafkaBrokerError(missing_kafka_message())
+
+
+def _classpath() -> str:
+    jars = kafka_jars_dir()
+    if not any(jars.glob("kafka_2.13-*.jar")):
+        raise KafkaBrokerError(missing_kafka_message())
+    return str(jars / "*")
+
+
+def run_java_tool(
+    main_class: str, *args: str | os.PathLike[str], check: bool = True, timeout: float = 300.0
+) -> subprocess.CompletedProcess[str]:
+    """Run a Kafka main class (e.g. `kafka.tools.DumpLogSegments`) and capture its output.
+
+    With `check`, a non-zero exit raises KafkaBrokerError carrying stdout and stderr.
+    """
+    cmd = [java_executable(), "-cp", _classpath(), main_class, *map(str, args)]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
+    if check and proc.returncode != 0:
+        raise KafkaBrokerError(
+            f"{main_class} exited with {proc.returncode}\n"
+            f"--- stdout ---\n{_tail(proc.stdout)}\n--- stderr ---\n{_tail(proc.stderr)}"
+        )
+    return proc
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def _tail(text: str, lines: int = 60) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _quiet_client_logger() -> logging.Logger:
+    # librdkafka reports every refused connection while the broker boots; keep that at debug.
+    logger = logging.getLogger(f"{__name__}.librdkafka")
+    logger.setLevel(logging.CRITICAL)
+    return logger
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    # Last resort when a KafkaBroker is dropped without stop(): never leave a JVM behind.
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+class KafkaBroker:
+    """A combined KRaft broker+controller (node 1) with `log.dirs` under `directory`.
+
+    `properties` are extra server properties (they override the defaults), e.g. log cleaner
+    tuning: `{"log.cleaner.backoff.ms": 100}`. `log_dir` defaults to `<directory>/data`.
+    The broker can be stopped and started again on the same directory; ports are new each
+    start (the quorum uses static `controller.quorum.voters`, which allows that).
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        properties: Mapping[str, object] | None = None,
+        log_dir: str | os.PathLike[str] | None = None,
+        start_timeout: float = 120.0,
+        stop_timeout: float = 60.0,
+        heap: str = "512m",
+    ) -> None:
+        self.directory = Path(directory).resolve()
+        self.log_dir = Path(log_dir).resolve() if log_dir else self.directory / "data"
+        self.properties = {k: str(v) for k, v in (properties or {}).items()}
+        self.start_timeout = start_timeout
+        self.stop_timeout = stop_timeout
+        self.heap = heap
+        self.cluster_id: str | None = None
+        self.port: int | None = None
+        self.controller_port: int | None = None
+        self.startup_seconds: float | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._admin: Any = None
+        self._finalizer: weakref.finalize | None = None
+
+    # -- paths and addresses ------------------------------------------------------------------
+
+    @property
+    def bootstrap(self) -> str:
+        """`127.0.0.1:<port>` of the PLAINTEXT listener (only valid while started)."""
+        if self.port is None:
+            raise KafkaBrokerError("broker not started")
+        return f"{HOST}:{self.port}"
+
+    @property
+    def log_file(self) -> Path:
+        """The broker's stdout and stderr."""
+        return self.directory / "broker.log"
+
+    @property
+    def config_file(self) -> Path:
+        return self.directory / "server.properties"
+
+    def partition_dir(self, topic: str, partition: int = 0) -> Path:
+        return self.log_dir / f"{topic}-{partition}"
+
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def __enter__(self) -> KafkaBroker:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc is None:
+            self.stop()
+        else:
+            # Do not hide the original error behind a shutdown problem.
+            try:
+                self.stop()
+            except KafkaBrokerError as stop_error:
+                _log.warning("while handling %r: %s", exc, stop_error)
+
+    def start(self) -> KafkaBroker:
+        """Format storage if needed, start the broker and wait until it answers metadata."""
+        if self.is_running():
+            raise KafkaBrokerError("broker already running")
+        java = java_executable()
+        classpath = _classpath()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        began = time.monotonic()
+        self.port, self.controller_port = self._pick_ports()
+        self._write_config()
+        if not (self.log_dir / "meta.properties").exists():
+            self._format()
+        self._launch(java, classpath)
+        try:
+            self._wait_ready(began + self.start_timeout)
+        except BaseException:
+            self._terminate(timeout=10.0)
+            raise
+        self.startup_seconds = time.monotonic() - began
+        _log.info("Kafka broker up at %s in %.1fs", self.bootstrap, self.startup_seconds)
+        return self
+
+    def stop(self) -> None:
+        """SIGTERM and wait: Kafka's shutdown hook flushes and closes every segment.
+
+        Raises KafkaBrokerError if the broker had to be killed or did not leave the clean
+        shutdown marker (its segments may then hold unflushed or untrimmed data).
+        """
+        self._admin = None
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is not None:
+            self._proc = None
+            raise KafkaBrokerError(
+                f"broker had already exited with {proc.returncode}\n{self._log_tail()}"
+            )
+        clean = self._terminate(timeout=self.stop_timeout)
+        if not clean:
+            raise KafkaBrokerError(
+                f"broker did not stop within {self.stop_timeout}s and was killed\n"
+                f"{self._log_tail()}"
+            )
+        if not (self.log_dir / ".kafka_cleanshutdown").exists():
+            raise KafkaBrokerError(
+                f"broker exited with {proc.returncode} without a clean shutdown marker in "
+                f"{self.log_dir}\n{self._log_tail()}"
+            )
+
+    def _terminate(self, timeout: float) -> bool:
+        proc = self._proc
+        self._proc = None
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        if proc is None or proc.poll() is not None:
+            return True
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            return False
+
+    # -- admin --------------------------------------------------------------------------------
+
+    def admin(self) -> Any:
+        """A confluent-kafka AdminClient on this broker (cached while it runs)."""
+        if self._admin is None:
+            from confluent_kafka.admin import AdminClient
+
+            self._admin = AdminClient(self.client_config())
+        return self._admin
+
+    def client_config(self, **overrides: Any) -> dict[str, Any]:
+        """Base confluent-kafka settings for this broker; librdkafka logs go to debug."""
+        config: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap,
+            "broker.address.family": "v4",
+            "reconnect.backoff.max.ms": 500,
+            "logger": _quiet_client_logger(),
+        }
+        config.update(overrides)
+        return config
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        config: Mapping[str, object] | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        """Create a topic (replication 1) and wait until every partition has a leader."""
+        from confluent_kafka.admin import NewTopic
+
+        topic = NewTopic(
+            name,
+            num_partitions=partitions,
+            replication_factor=1,
+            config={k: str(v) for k, v in (config or {}).items()},
+        )
+        futures = self.admin().create_topics([topic], operation_timeout=timeout)
+        try:
+            futures[name].result(timeout=timeout)
+        except Exception as e:
+            raise KafkaBrokerError(f"creating topic {name!r} failed: {e}") from e
+        deadline = time.monotonic() + timeout
+        while True:
+            md = self.admin().list_topics(topic=name, timeout=timeout)
+            parts = md.topics[name].partitions if name in md.topics else {}
+            if len(parts) == partitions and all(p.leader == NODE_ID for p in parts.values()):
+                return
+            if time.monotonic() > deadline:
+                raise KafkaBrokerError(f"topic {name!r} has no leader after {timeout}s")
+            time.sleep(0.05)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _pick_ports(self) -> tuple[int, int]:
+        port = free_port()
+        controller_port = free_port()
+        while controller_port == port:
+            controller_port = free_port()
+        return port, controller_port
+
+    def _write_config(self) -> None:
+        props = dict(_BASE_PROPERTIES)
+        props.update(
+            {
+                "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}",
+                "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
+                # Static voters rather than `--standalone`: a dynamic quorum stores the
+                # controller's endpoint in the metadata log, so a restart could not take a
+                # new port.
+                "controller.quorum.voters": f"{NODE_ID}@{HOST}:{self.controller_port}",
+                "log.dirs": str(self.log_dir),
+            }
+        )
+        props.update(self.properties)
+        text = "".join(f"{k}={_escape(v)}\n" for k, v in props.items())
+        self.config_file.write_text(text, encoding="utf-8")
+        (self.directory / "log4j.properties").write_text(_LOG4J_PROPERTIES, encoding="utf-8")
+        (self.directory / "log4j2.properties").write_text(_LOG4J2_PROPERTIES, encoding="utf-8")
+
+    def _format(self) -> None:
+        # Kafka's Uuid text form: URL-safe base64 of 16 bytes without padding.
+        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        run_java_tool(
+            "kafka.tools.StorageTool",
+            "format",
+            "--config",
+            self.config_file,
+            "--cluster-id",
+            self.cluster_id,
+            "--ignore-formatted",
+            timeout=120.0,
+        )
+
+    def _launch(self, java: str, classpath: str) -> None:
+        cmd = [
+            java,
+            f"-Xmx{self.heap}",
+            "-Xss1m",
+            "-XX:+UseG1GC",
+            "-XX:TieredStopAtLevel=1",  # faster start; a test broker never gets hot
+            "-Djava.awt.headless=true",
+            f"-Dkafka.logs.dir={self.directory}",
+            f"-Dlog4j.configuration=file:{self.directory / 'log4j.properties'}",
+            f"-Dlog4j2.configurationFile={self.directory / 'log4j2.properties'}",
+            "-cp",
+            classpath,
+            "kafka.Kafka",
+            str(self.config_file),
+        ]
+        with open(self.log_file, "ab") as out:
+            out.write(f"\n=== starting: {' '.join(cmd)}\n".encode())
+            out.flush()
+            self._proc = subprocess.Popen(
+                cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.directory,
+            )
+        self._finalizer = weakref.finalize(self, _kill, self._proc)
+
+    def _wait_ready(self, deadline: float) -> None:
+        """Poll a metadata request until the broker lists itself, the JVM dies or time is up."""
+        from confluent_kafka import KafkaException
+
+        admin = self.admin()
+        while time.monotonic() < deadline:
+            proc = self._proc
+            if proc is None or proc.poll() is not None:
+                code = None if proc is None else proc.returncode
+                raise KafkaBrokerError(
+                    f"Kafka broker exited with {code} during startup\n{self._log_tail()}"
+                )
+            asked = time.monotonic()
+            try:
+                md = admin.list_topics(timeout=min(2.0, max(0.1, deadline - asked)))
+                if NODE_ID in md.brokers:
+                    return
+            except KafkaException:
+                pass
+            # list_topics usually blocks for its timeout; never spin if it returns at once.
+            time.sleep(max(0.0, 0.2 - (time.monotonic() - asked)))
+        raise KafkaBrokerError(
+            f"Kafka broker at {self.bootstrap} did not answer within {self.start_timeout}s\n"
+            f"{self._log_tail()}"
+        )
+
+    def _log_tail(self, lines: int = 60) -> str:
+        try:
+            text = self.log_file.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return f"(no broker log at {self.log_file})"
+        return f"--- tail of {self.log_file} ---\n{_tail(text, lines)}"
+
+
+def _escape(value: str) -> str:
+    # java.util.Properties treats backslashes as escapes (Windows paths, regexes).
+    return value.replace("\\", "\\\\")
