@@ -1,0 +1,1 @@
+"""segcompact's test suite."""

@@ -1,0 +1,1 @@
+"""Golden segments written by a real Apache Kafka broker, and how to remake them."""

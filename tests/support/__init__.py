@@ -1,0 +1,1 @@
+"""Shared test helpers: a real Kafka broker and Kafka's own tools."""
