@@ -36,7 +36,9 @@ def sample_records(topic: str, count: int, keys: int) -> list[Record]:
     return records
 
 
-def write_sample_log(root: str, *, count: int = 200, keys: int = 40, per_batch: int = 25) -> list[str]:
+def write_sample_log(
+    root: str, *, count: int = 200, keys: int = 40, per_batch: int = 25
+) -> list[str]:
     """Write one partition per demo topic as two rolled segments; return the .log paths."""
     paths = []
     for topic, codec in DEMO_TOPICS.items():
@@ -47,7 +49,9 @@ def write_sample_log(root: str, *, count: int = 200, keys: int = 40, per_batch: 
         for start, stop in ((0, half), (half, count)):
             with SegmentWriter(directory, start) as writer:
                 for i in range(start, stop, per_batch):
-                    writer.append(build_batch(records[i : min(i + per_batch, stop)], compression=codec))
+                    writer.append(
+                        build_batch(records[i : min(i + per_batch, stop)], compression=codec)
+                    )
             paths.append(writer.log_path)
     return paths
 

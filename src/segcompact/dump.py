@@ -121,13 +121,15 @@ def _index_lines(path: str, as_json: bool) -> Iterator[str]:
         for ts, offset in read_time_index(data, base):
             yield (
                 json.dumps({"file": path, "timestamp": ts, "offset": offset})
-                if as_json else f"timestamp: {ts} offset: {offset}"
+                if as_json
+                else f"timestamp: {ts} offset: {offset}"
             )
     else:
         for offset, position in read_offset_index(data, base):
             yield (
                 json.dumps({"file": path, "offset": offset, "position": position})
-                if as_json else f"offset: {offset} position: {position}"
+                if as_json
+                else f"offset: {offset} position: {position}"
             )
 
 
@@ -150,4 +152,3 @@ def dump(paths: list[str], *, deep: bool, as_json: bool, out: TextIO) -> None:
             raise UsageError(f"{path}: not a .log, .index or .timeindex file")
         for line in lines:
             print(line, file=out)
-

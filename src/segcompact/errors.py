@@ -47,7 +47,10 @@ class CorruptBatchError(SegcompactError):
         return f"corrupt batch ({', '.join(where)}): {self.reason}" if where else self.reason
 
     def located(
-        self, *, file: str | None = None, position: int | None = None,
+        self,
+        *,
+        file: str | None = None,
+        position: int | None = None,
         base_offset: int | None = None,
     ) -> CorruptBatchError:
         """A copy with the location filled in where this error did not know it."""

@@ -23,7 +23,7 @@ from segcompact.errors import CorruptBatchError
 from segcompact.format.attributes import TimestampType
 from segcompact.format.batch import RecordBatch
 from segcompact.format.columns import ColumnBuffers, column_builder
-from segcompact.format.segment import ReadLimits, SegmentReader
+from segcompact.format.segment import DEFAULT_LIMITS, ReadLimits, SegmentReader
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 HEADER = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
@@ -78,8 +78,15 @@ class _BatchMeta:
 
     def add(self, b: RecordBatch) -> int:
         values = (
-            b.producer_id, b.producer_epoch, b.base_sequence, b.is_transactional, b.is_control,
-            b.base_offset, b.last_offset, b.magic, int(b.compression),
+            b.producer_id,
+            b.producer_epoch,
+            b.base_sequence,
+            b.is_transactional,
+            b.is_control,
+            b.base_offset,
+            b.last_offset,
+            b.magic,
+            int(b.compression),
         )
         for (name, _), value in zip(_BATCH_FIELDS, values, strict=True):
             self.columns[name].append(value)
@@ -127,7 +134,10 @@ def to_record_batch(
             [
                 _binary(pa.string(), cols.header_count, cols.hkey_offsets, cols.hkey_data, None),
                 _binary(
-                    pa.binary(), cols.header_count, cols.hvalue_offsets, cols.hvalue_data,
+                    pa.binary(),
+                    cols.header_count,
+                    cols.hvalue_offsets,
+                    cols.hvalue_data,
                     cols.hvalue_valid,
                 ),
             ],
@@ -158,7 +168,7 @@ def decode_segment(
     *,
     chunk_records: int = 1 << 18,
     chunk_bytes: int = 64 << 20,
-    limits: ReadLimits = ReadLimits(),
+    limits: ReadLimits = DEFAULT_LIMITS,
     pure: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Arrow record batches of every record in a segment, in log order.
@@ -173,8 +183,11 @@ def decode_segment(
         index = meta.add(batch)
         try:
             builder.append(
-                batch.payload(limits.max_uncompressed_bytes), batch.records_count,
-                batch.base_offset, batch.base_timestamp, index,
+                batch.payload(limits.max_uncompressed_bytes),
+                batch.records_count,
+                batch.base_offset,
+                batch.base_timestamp,
+                index,
             )
         except (CorruptBatchError, ValueError) as e:
             error = e if isinstance(e, CorruptBatchError) else CorruptBatchError(str(e))

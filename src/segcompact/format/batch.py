@@ -109,7 +109,9 @@ class RecordBatch:
                 return list(self._legacy)
             records = list(
                 iter_records(
-                    self.payload(max_uncompressed), self.records_count, self.base_offset,
+                    self.payload(max_uncompressed),
+                    self.records_count,
+                    self.base_offset,
                     self.base_timestamp,
                 )
             )
@@ -117,9 +119,7 @@ class RecordBatch:
             raise e.located(position=self.position, base_offset=self.base_offset) from None
         if self.timestamp_type is TimestampType.LOG_APPEND_TIME:
             ts = self.max_timestamp
-            return [
-                Record(r.offset, ts, r.key, r.value, r.headers, r.attributes) for r in records
-            ]
+            return [Record(r.offset, ts, r.key, r.value, r.headers, r.attributes) for r in records]
         return records
 
 
@@ -131,8 +131,19 @@ def parse_v2(entry: bytes, position: int) -> RecordBatch:
             position=position,
         )
     (
-        base_offset, _length, leader_epoch, magic, crc, attributes, last_delta, base_ts,
-        max_ts, producer_id, producer_epoch, base_sequence, count,
+        base_offset,
+        _length,
+        leader_epoch,
+        magic,
+        crc,
+        attributes,
+        last_delta,
+        base_ts,
+        max_ts,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        count,
     ) = V2_HEADER.unpack_from(entry)
     codec_id = attributes & BatchAttr.COMPRESSION
     try:
@@ -144,7 +155,8 @@ def parse_v2(entry: bytes, position: int) -> RecordBatch:
     if count < 0 or last_delta < 0:
         raise CorruptBatchError(
             f"negative records count {count} or last offset delta {last_delta}",
-            position=position, base_offset=base_offset,
+            position=position,
+            base_offset=base_offset,
         )
     body = entry[V2_HEADER_SIZE:]
     has_horizon = bool(attributes & BatchAttr.DELETE_HORIZON)
@@ -229,9 +241,19 @@ def build_batch(
         body = codec_for(compression).compress(body)
     header = bytearray(
         V2_HEADER.pack(
-            base_offset, V2_HEADER_SIZE - LOG_OVERHEAD.size + len(body), partition_leader_epoch,
-            2, 0, attributes, last_offset - base_offset, base_ts, max_timestamp, producer_id,
-            producer_epoch, base_sequence, len(records),
+            base_offset,
+            V2_HEADER_SIZE - LOG_OVERHEAD.size + len(body),
+            partition_leader_epoch,
+            2,
+            0,
+            attributes,
+            last_offset - base_offset,
+            base_ts,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            len(records),
         )
     )
     crc = crc32c(body, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))

@@ -20,6 +20,7 @@ from typing import Protocol
 
 import cramjam
 import lz4.frame
+import xxhash
 import zstandard
 
 from segcompact.errors import CorruptBatchError
@@ -182,36 +183,9 @@ def codec_for(compression: Compression | int) -> Codec:
         raise CorruptBatchError(f"unknown compression codec id {int(compression)}") from None
 
 
-_PRIME1, _PRIME2, _PRIME3, _PRIME4, _PRIME5 = (
-    2654435761, 2246822519, 3266489917, 668265263, 374761393,
-)
-_M32 = 0xFFFFFFFF
-
-
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (32 - r))) & _M32
-
-
-def _xxh32_short(data: bytes) -> int:
-    """xxHash32 with seed 0 of fewer than 16 bytes (an LZ4 frame descriptor)."""
-    h = (_PRIME5 + len(data)) & _M32
-    pos = 0
-    while pos + 4 <= len(data):
-        (word,) = struct.unpack_from("<I", data, pos)
-        h = (_rotl((h + word * _PRIME3) & _M32, 17) * _PRIME4) & _M32
-        pos += 4
-    for b in data[pos:]:
-        h = (_rotl((h + b * _PRIME5) & _M32, 11) * _PRIME1) & _M32
-    h ^= h >> 15
-    h = (h * _PRIME2) & _M32
-    h ^= h >> 13
-    h = (h * _PRIME3) & _M32
-    return h ^ (h >> 16)
-
-
 def lz4_header_checksum(descriptor: bytes) -> int:
     """The frame header checksum byte over FLG..(content size) as the LZ4 spec defines it."""
-    return (_xxh32_short(descriptor) >> 8) & 0xFF
+    return (xxhash.xxh32_intdigest(descriptor) >> 8) & 0xFF
 
 
 def fix_legacy_lz4_header(data: bytes) -> bytes:

@@ -96,7 +96,9 @@ class PyColumnBuilder:
     @property
     def nbytes(self) -> int:
         return (
-            len(self._key.data) + len(self._value.data) + len(self._hkey.data)
+            len(self._key.data)
+            + len(self._value.data)
+            + len(self._hkey.data)
             + len(self._hvalue.data)
         )
 

@@ -44,12 +44,14 @@ def _bytes_field(entry: bytes, pos: int, what: str) -> tuple[bytes | None, int]:
     if n == -1:
         return None, pos
     if n < 0 or pos + n > len(entry):
-        raise CorruptBatchError(f"{what} of {n} bytes runs past the message ({len(entry) - pos} left)")
+        raise CorruptBatchError(
+            f"{what} of {n} bytes runs past the message ({len(entry) - pos} left)"
+        )
     return entry[pos : pos + n], pos + n
 
 
 class _Message:
-    __slots__ = ("offset", "crc", "crc_valid", "magic", "attributes", "timestamp", "key", "value")
+    __slots__ = ("attributes", "crc", "crc_valid", "key", "magic", "offset", "timestamp", "value")
 
     def __init__(self, entry: bytes) -> None:
         self.offset, _size = LOG_OVERHEAD.unpack_from(entry)

@@ -114,7 +114,11 @@ def iter_records(
             raise CorruptBatchError(f"record {i} has {end - p} bytes past its last field")
         pos = end
         yield Record(
-            base_offset + off_delta, base_timestamp + ts_delta, key, value, tuple(headers),
+            base_offset + off_delta,
+            base_timestamp + ts_delta,
+            key,
+            value,
+            tuple(headers),
             attributes,
         )
     if pos != end_all:

@@ -34,6 +34,9 @@ class ReadLimits:
     max_uncompressed_bytes: int = DEFAULT_MAX_UNCOMPRESSED
 
 
+DEFAULT_LIMITS = ReadLimits()
+
+
 def base_offset_of(path: str | os.PathLike[str]) -> int:
     """The base offset a segment's file name holds (``00000000000000000042.log`` → 42)."""
     stem = os.path.basename(os.fspath(path)).split(".", 1)[0]
@@ -55,7 +58,7 @@ class SegmentReader:
         path: str | os.PathLike[str],
         *,
         verify_crc: bool = True,
-        limits: ReadLimits = ReadLimits(),
+        limits: ReadLimits = DEFAULT_LIMITS,
     ) -> None:
         self.path = os.fspath(path)
         self.verify_crc = verify_crc
@@ -118,7 +121,7 @@ class SegmentReader:
 
 
 def read_batches(
-    path: str | os.PathLike[str], *, verify_crc: bool = True, limits: ReadLimits = ReadLimits()
+    path: str | os.PathLike[str], *, verify_crc: bool = True, limits: ReadLimits = DEFAULT_LIMITS
 ) -> Iterator[RecordBatch]:
     """Shorthand for iterating a :class:`SegmentReader`."""
     return iter(SegmentReader(path, verify_crc=verify_crc, limits=limits))

@@ -60,7 +60,7 @@ def decode_varlong(
     result = 0
     shift = 0
     end = len(buf)
-    for i in range(max_bytes):
+    for _ in range(max_bytes):
         if pos >= end:
             raise CorruptBatchError(f"varint runs past the end of the data at byte {pos}")
         b = buf[pos]

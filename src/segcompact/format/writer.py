@@ -22,7 +22,10 @@ class SegmentWriter:
     """
 
     def __init__(
-        self, directory: str | os.PathLike[str], base_offset: int, *,
+        self,
+        directory: str | os.PathLike[str],
+        base_offset: int,
+        *,
         index_interval_bytes: int = 4096,
     ) -> None:
         self.directory = os.fspath(directory)
@@ -58,7 +61,9 @@ class SegmentWriter:
             (".index", self._index.offset_index()),
             (".timeindex", self._index.time_index()),
         ):
-            with open(os.path.join(self.directory, segment_name(self.base_offset, suffix)), "xb") as f:
+            with open(
+                os.path.join(self.directory, segment_name(self.base_offset, suffix)), "xb"
+            ) as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
