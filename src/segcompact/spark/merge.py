@@ -1,0 +1,349 @@
+"""The foreachBatch step: one micro-batch of decoded records into the Delta tables.
+
+Order of writes matters for crash safety: the state MERGE comes first, then the partitions
+table, then the pending-transactions table. Each write carries Delta's idempotent-write pair
+(app id, batch id), so a batch replayed after a crash skips what it already wrote and redoes
+the rest from the same inputs (the pending table it reads is rewritten last).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from segcompact.clock import Clock
+from segcompact.compaction.rules import TopicRules
+from segcompact.spark import rules as R
+from segcompact.spark.tables import PARTITIONS_SCHEMA, PENDING_SCHEMA, STATE_SCHEMA, Table
+
+_COMMIT_KEY = bytes([0, 0, 0, 1])  # control record key: version 0, type COMMIT
+_CANDIDATE_COLUMNS = (
+    "topic",
+    "partition",
+    "key",
+    "value",
+    "offset",
+    "timestamp",
+    "timestampType",
+    "headers",
+    "attributes",
+    "delete_horizon",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Tables:
+    state: Table
+    partitions: Table
+    pending: Table
+
+    @classmethod
+    def at(cls, state: str, partitions: str, pending: str) -> Tables:
+        return cls(
+            Table(state, STATE_SCHEMA),
+            Table(partitions, PARTITIONS_SCHEMA),
+            Table(pending, PENDING_SCHEMA),
+        )
+
+    def ensure(self, spark: SparkSession) -> None:
+        for t in (self.state, self.partitions, self.pending):
+            t.ensure(spark)
+
+
+@contextmanager
+def idempotent_writes(spark: SparkSession, app_id: str, version: int) -> Iterator[None]:
+    """Delta skips a write whose (app id, version) this table has committed before."""
+    conf = spark.conf
+    conf.set("spark.databricks.delta.write.txnAppId", app_id)
+    conf.set("spark.databricks.delta.write.txnVersion", str(version))
+    try:
+        yield
+    finally:
+        conf.unset("spark.databricks.delta.write.txnAppId")
+        conf.unset("spark.databricks.delta.write.txnVersion")
+
+
+def _ts(ms: int) -> Column:
+    return F.timestamp_millis(F.lit(ms))
+
+
+class BatchMerger:
+    """Applies micro-batches from the ``kafka-segments`` source to the tables."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        tables: Tables,
+        rules_for: Callable[[str], TopicRules],
+        clock: Clock,
+        *,
+        app_id: str = "segcompact",
+    ) -> None:
+        self.spark = spark
+        self.tables = tables
+        self.rules_for = rules_for
+        self.clock = clock
+        self.app_id = app_id
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        self.process(batch, batch_id)
+
+    def process(self, batch: DataFrame, batch_id: int) -> None:
+        now = self.clock.now_ms()
+        batch = batch.persist()
+        try:
+            topics = [r.topic for r in batch.select("topic").distinct().collect()]
+            if not topics:
+                return
+            rules = {t: self.rules_for(t) for t in topics}
+            records = batch.where(~F.col("segment_end"))
+            candidates, pending = self._read_committed(records)
+            candidates = self._annotate(self._above_log_start(candidates, topics), rules).persist()
+            try:
+                with idempotent_writes(self.spark, f"{self.app_id}-state", batch_id):
+                    self._merge_state(candidates, rules, now)
+                with idempotent_writes(self.spark, f"{self.app_id}-partitions", batch_id):
+                    self._merge_partitions(batch, candidates, now)
+            finally:
+                candidates.unpersist()
+            if pending is not None:
+                self.tables.pending.overwrite(
+                    pending, app_id=f"{self.app_id}-pending", version=batch_id
+                )
+        finally:
+            batch.unpersist()
+        self.expire(now)
+
+    def expire(self, now_ms: int) -> None:
+        """KIP-534: tombstones whose delete horizon has passed leave the state table."""
+        self.tables.state.delta(self.spark).delete(
+            F.col("tombstone") & (F.col("delete_horizon") <= _ts(now_ms))
+        )
+
+    # -- read-committed ---------------------------------------------------------------------
+
+    def _read_committed(self, records: DataFrame) -> tuple[DataFrame, DataFrame | None]:
+        """Records to compact, and the new pending table (None when it does not change)."""
+        plain = records.where(~F.col("is_transactional") & ~F.col("is_control"))
+        txn = records.where(F.col("is_transactional"))
+        old = self.tables.pending.read(self.spark)
+        if txn.isEmpty() and old.isEmpty():
+            return plain.select(*_CANDIDATE_COLUMNS), None
+        incoming = txn.select(
+            "topic",
+            "partition",
+            "producer_id",
+            "is_control",
+            F.when(F.col("is_control"), F.col("key") == F.lit(_COMMIT_KEY)).alias("commit"),
+            "key",
+            "value",
+            "offset",
+            "timestamp",
+            "timestampType",
+            "headers",
+            "attributes",
+            "delete_horizon",
+        )
+        everything = old.unionByName(incoming).dropDuplicates(
+            ["topic", "partition", "producer_id", "offset"]
+        )
+        markers = everything.where("is_control").select(
+            "topic",
+            "partition",
+            "producer_id",
+            F.col("offset").alias("marker_offset"),
+            F.col("commit").alias("decision"),
+        )
+        waiting = everything.where(~F.col("is_control")).alias("w")
+        m = markers.alias("m")
+        first_marker = Window.partitionBy("topic", "partition", "producer_id", "offset").orderBy(
+            "marker_offset"
+        )
+        # Each record is decided by its producer's first marker after it, if one was seen.
+        decided = (
+            waiting.join(
+                m,
+                (F.col("w.topic") == F.col("m.topic"))
+                & (F.col("w.partition") == F.col("m.partition"))
+                & (F.col("w.producer_id") == F.col("m.producer_id"))
+                & (F.col("m.marker_offset") > F.col("w.offset")),
+                "left",
+            )
+            .select("w.*", "m.marker_offset", "m.decision")
+            .withColumn("n", F.row_number().over(first_marker))
+            .where("n = 1")
+            .drop("n", "marker_offset")
+        )
+        # A record seen with a later marker only is decided; one with none stays pending.
+        committed = decided.where(F.col("decision")).select(*_CANDIDATE_COLUMNS)
+        still = decided.where(F.col("decision").isNull()).drop("decision")
+        new_pending = everything.where("is_control").unionByName(still.select(*everything.columns))
+        return plain.select(*_CANDIDATE_COLUMNS).unionByName(committed), new_pending
+
+    # -- compaction ------------------------------------------------------------------------
+
+    def _above_log_start(self, candidates: DataFrame, topics: list[str]) -> DataFrame:
+        starts = (
+            self.tables.partitions.read(self.spark)
+            .where(F.col("topic").isin(topics))
+            .select("topic", "partition", "log_start_offset")
+        )
+        return (
+            candidates.join(F.broadcast(starts), ["topic", "partition"], "left")
+            .where(F.col("offset") >= F.coalesce(F.col("log_start_offset"), F.lit(0)))
+            .drop("log_start_offset")
+        )
+
+    def _annotate(self, candidates: DataFrame, rules: Mapping[str, TopicRules]) -> DataFrame:
+        topic, headers = F.col("topic"), F.col("headers")
+        return (
+            candidates.withColumn(
+                "order_value", R.per_topic(topic, rules, lambda r: R.version(headers, r))
+            )
+            .withColumn(
+                "bad_version", R.per_topic(topic, rules, lambda r: R.bad_version(headers, r))
+            )
+            .withColumn(
+                "rank",
+                R.per_topic(
+                    topic,
+                    rules,
+                    lambda r: R.rank(F.col("offset"), F.col("timestamp"), F.col("order_value"), r),
+                ),
+            )
+            .withColumn(
+                "tombstone",
+                R.per_topic(
+                    topic,
+                    rules,
+                    lambda r: R.tombstone(F.col("value"), headers, F.col("attributes"), r),
+                ),
+            )
+            .withColumn(
+                "retention_ms", R.per_topic(topic, rules, lambda r: F.lit(r.delete_retention_ms))
+            )
+        )
+
+    def _merge_state(
+        self, candidates: DataFrame, rules: Mapping[str, TopicRules], now: int
+    ) -> None:
+        keyed = candidates.where(F.col("key").isNotNull())
+        best = (
+            keyed.groupBy("topic", "partition", "key")
+            .agg(
+                F.max_by(
+                    F.struct(
+                        *[F.col(c) for c in keyed.columns if c not in ("topic", "partition", "key")]
+                    ),
+                    F.col("rank"),
+                ).alias("w")
+            )
+            .select("topic", "partition", "key", "w.*")
+        )
+        source = best.select(
+            "topic",
+            "partition",
+            "key",
+            "offset",
+            "timestamp",
+            "timestampType",
+            "value",
+            "headers",
+            "order_value",
+            "tombstone",
+            F.when(
+                F.col("tombstone"),
+                F.coalesce(
+                    F.col("delete_horizon"), F.timestamp_millis(F.col("retention_ms") + F.lit(now))
+                ),
+            ).alias("delete_horizon"),
+            _ts(now).alias("cleaned_at"),
+            "rank",
+        )
+        target_rank = R.per_topic(
+            F.col("s.topic"),
+            rules,
+            lambda r: R.rank(F.col("t.offset"), F.col("t.timestamp"), F.col("t.order_value"), r),
+        )
+        values = {c.name: F.col(f"s.{c.name}") for c in STATE_SCHEMA}
+        (
+            self.tables.state.delta(self.spark)
+            .alias("t")
+            .merge(
+                source.alias("s"),
+                "t.topic = s.topic AND t.partition = s.partition AND t.key = s.key",
+            )
+            .whenMatchedUpdate(condition=F.col("s.rank") > target_rank, set=values)
+            .whenNotMatchedInsert(values=values)
+            .execute()
+        )
+
+    def _merge_partitions(self, batch: DataFrame, candidates: DataFrame, now: int) -> None:
+        seen = batch.groupBy("topic", "partition").agg(
+            (F.max("batch_last_offset") + 1).alias("log_end_offset"),
+            F.coalesce(F.sum("segment_bytes"), F.lit(0)).cast("long").alias("dirty_bytes"),
+            F.count(F.when(F.col("segment_end"), 1)).cast("long").alias("segments"),
+            F.min(F.when(~F.col("segment_end") & ~F.col("is_control"), F.col("timestamp"))).alias(
+                "first_dirty_timestamp"
+            ),
+            F.first(F.col("error"), ignorenulls=True).alias("uncleanable_reason"),
+        )
+        counts = candidates.groupBy("topic", "partition").agg(
+            F.count(F.when(F.col("key").isNull(), 1)).cast("long").alias("keyless_records"),
+            F.count(F.when(F.col("bad_version"), 1)).cast("long").alias("bad_version_headers"),
+        )
+        source = seen.join(counts, ["topic", "partition"], "left").na.fill(
+            0, ["keyless_records", "bad_version_headers"]
+        )
+        t, s = "t.", "s."
+        (
+            self.tables.partitions.delta(self.spark)
+            .alias("t")
+            .merge(source.alias("s"), "t.topic = s.topic AND t.partition = s.partition")
+            .whenMatchedUpdate(
+                set={
+                    "log_end_offset": F.greatest(
+                        F.col(t + "log_end_offset"), F.col(s + "log_end_offset")
+                    ),
+                    "dirty_bytes": F.col(t + "dirty_bytes") + F.col(s + "dirty_bytes"),
+                    "segments": F.col(t + "segments") + F.col(s + "segments"),
+                    "keyless_records": F.col(t + "keyless_records") + F.col(s + "keyless_records"),
+                    "bad_version_headers": F.col(t + "bad_version_headers")
+                    + F.col(s + "bad_version_headers"),
+                    "first_dirty_timestamp": F.least(
+                        F.col(t + "first_dirty_timestamp"), F.col(s + "first_dirty_timestamp")
+                    ),
+                    "first_dirty_appended_at": F.coalesce(
+                        F.col(t + "first_dirty_appended_at"), _ts(now)
+                    ),
+                    "uncleanable_reason": F.coalesce(
+                        F.col(t + "uncleanable_reason"), F.col(s + "uncleanable_reason")
+                    ),
+                    "updated_at": _ts(now),
+                }
+            )
+            .whenNotMatchedInsert(
+                values={
+                    "topic": F.col(s + "topic"),
+                    "partition": F.col(s + "partition"),
+                    "log_start_offset": F.lit(0).cast("long"),
+                    "log_end_offset": F.col(s + "log_end_offset"),
+                    "first_dirty_timestamp": F.col(s + "first_dirty_timestamp"),
+                    "first_dirty_appended_at": _ts(now),
+                    "dirty_bytes": F.col(s + "dirty_bytes"),
+                    "clean_bytes": F.lit(0).cast("long"),
+                    "segments": F.col(s + "segments"),
+                    "keyless_records": F.col(s + "keyless_records"),
+                    "bad_version_headers": F.col(s + "bad_version_headers"),
+                    "last_materialized_at": F.lit(None).cast("timestamp"),
+                    "materialized_version": F.lit(None).cast("long"),
+                    "uncleanable_reason": F.col(s + "uncleanable_reason"),
+                    "updated_at": _ts(now),
+                }
+            )
+            .execute()
+        )

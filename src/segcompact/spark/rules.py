@@ -1,0 +1,86 @@
+"""The compaction rules of ``segcompact.compaction.rules`` as Spark column expressions.
+
+Rules differ per topic, so each expression is a ``CASE topic WHEN …`` over the topics of the
+micro-batch; the tests hold these to the pure definitions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from segcompact.compaction.rules import TOMBSTONE_TRUE, Strategy, TombstoneMode, TopicRules
+
+_TWO_63 = Decimal(2**63)
+_TWO_64 = Decimal(2**64)
+
+
+def per_topic(
+    topic: Column, rules: Mapping[str, TopicRules], build: Callable[[TopicRules], Column]
+) -> Column:
+    """``build(rules)`` for the row's topic (null for a topic not in ``rules``)."""
+    expr: Column | None = None
+    for name, r in sorted(rules.items()):
+        expr = (F if expr is None else expr).when(topic == F.lit(name), build(r))
+    return expr if expr is not None else F.lit(None)
+
+
+def last_header_value(headers: Column, name: str) -> tuple[Column, Column]:
+    """``(present, value)`` of the last header called ``name``."""
+    last = F.try_element_at(F.filter(headers, lambda h: h["key"] == F.lit(name)), F.lit(-1))
+    return last.isNotNull(), last["value"]
+
+
+def signed_long(value: Column) -> Column:
+    """An 8-byte big-endian binary as a signed long."""
+    unsigned = F.conv(F.hex(value), 16, 10).cast("decimal(20,0)")
+    return (
+        F.when(unsigned >= F.lit(_TWO_63), unsigned - F.lit(_TWO_64))
+        .otherwise(unsigned)
+        .cast("long")
+    )
+
+
+def version(headers: Column, r: TopicRules) -> Column:
+    """The header-strategy version: null unless the header's last value has 8 bytes."""
+    if r.strategy is not Strategy.HEADER or r.strategy_header is None:
+        return F.lit(None).cast("long")
+    _, value = last_header_value(headers, r.strategy_header)
+    return F.when(F.length(value) == 8, signed_long(value)).cast("long")
+
+
+def bad_version(headers: Column, r: TopicRules) -> Column:
+    """True where the version header is present but not an 8-byte value (it counts as absent)."""
+    if r.strategy is not Strategy.HEADER or r.strategy_header is None:
+        return F.lit(False)
+    present, value = last_header_value(headers, r.strategy_header)
+    return present & F.coalesce(F.length(value) != 8, F.lit(True))
+
+
+def rank(offset: Column, timestamp: Column, order_value: Column, r: TopicRules) -> Column:
+    """The struct whose maximum wins under the topic's strategy (see ``order_key``)."""
+    zero = F.lit(0).cast("long")
+    if r.strategy is Strategy.TIMESTAMP:
+        parts = (zero, F.unix_millis(timestamp), offset)
+    elif r.strategy is Strategy.HEADER:
+        has = order_value.isNotNull()
+        parts = (
+            F.when(has, 1).otherwise(0).cast("long"),
+            F.coalesce(order_value, zero),
+            offset,
+        )
+    else:
+        parts = (zero, zero, offset)
+    return F.struct(parts[0].alias("r1"), parts[1].alias("r2"), parts[2].alias("r3"))
+
+
+def tombstone(value: Column, headers: Column, attributes: Column, r: TopicRules) -> Column:
+    if r.tombstone_mode is TombstoneMode.HEADER:
+        present, flag = last_header_value(headers, r.tombstone_header)
+        return present & F.coalesce(flag.isin([F.lit(v) for v in TOMBSTONE_TRUE]), F.lit(False))
+    if r.tombstone_mode is TombstoneMode.ATTRIBUTE:
+        return attributes.cast("int").bitwiseAND(1) == 1
+    return value.isNull()

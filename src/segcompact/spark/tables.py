@@ -1,0 +1,120 @@
+"""The Delta tables segcompact owns: their schemas, and opening or creating them by path or name.
+
+A table is named by a path (local, ``s3a://``, ``abfss://``, ``dbfs:/``…) or, on Databricks
+and other catalogs, by a catalog name such as ``main.segcompact.state``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+HEADERS = T.ArrayType(
+    T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())])
+)
+
+STATE_SCHEMA = T.StructType(
+    [
+        T.StructField("topic", T.StringType(), False),
+        T.StructField("partition", T.IntegerType(), False),
+        T.StructField("key", T.BinaryType(), False),
+        T.StructField("offset", T.LongType(), False),
+        T.StructField("timestamp", T.TimestampType(), False),
+        T.StructField("timestampType", T.IntegerType(), False),
+        T.StructField("value", T.BinaryType(), True),
+        T.StructField("headers", HEADERS, True),
+        T.StructField("order_value", T.LongType(), True),
+        T.StructField("tombstone", T.BooleanType(), False),
+        T.StructField("delete_horizon", T.TimestampType(), True),
+        T.StructField("cleaned_at", T.TimestampType(), False),
+    ]
+)
+
+PARTITIONS_SCHEMA = T.StructType(
+    [
+        T.StructField("topic", T.StringType(), False),
+        T.StructField("partition", T.IntegerType(), False),
+        T.StructField("log_start_offset", T.LongType(), False),
+        T.StructField("log_end_offset", T.LongType(), False),
+        # Earliest record timestamp not yet materialised (KIP-354's clock starts here).
+        T.StructField("first_dirty_timestamp", T.TimestampType(), True),
+        T.StructField("first_dirty_appended_at", T.TimestampType(), True),
+        T.StructField("dirty_bytes", T.LongType(), False),
+        T.StructField("clean_bytes", T.LongType(), False),
+        T.StructField("segments", T.LongType(), False),
+        T.StructField("keyless_records", T.LongType(), False),
+        T.StructField("bad_version_headers", T.LongType(), False),
+        T.StructField("last_materialized_at", T.TimestampType(), True),
+        T.StructField("materialized_version", T.LongType(), True),
+        T.StructField("uncleanable_reason", T.StringType(), True),
+        T.StructField("updated_at", T.TimestampType(), False),
+    ]
+)
+
+# Undecided transactional records, and the markers seen (is_control), until decided.
+PENDING_SCHEMA = T.StructType(
+    [
+        T.StructField("topic", T.StringType(), False),
+        T.StructField("partition", T.IntegerType(), False),
+        T.StructField("producer_id", T.LongType(), False),
+        T.StructField("is_control", T.BooleanType(), False),
+        T.StructField("commit", T.BooleanType(), True),
+        T.StructField("key", T.BinaryType(), True),
+        T.StructField("value", T.BinaryType(), True),
+        T.StructField("offset", T.LongType(), False),
+        T.StructField("timestamp", T.TimestampType(), False),
+        T.StructField("timestampType", T.IntegerType(), False),
+        T.StructField("headers", HEADERS, True),
+        T.StructField("attributes", T.ByteType(), False),
+        T.StructField("delete_horizon", T.TimestampType(), True),
+    ]
+)
+
+
+def _is_path(name: str) -> bool:
+    return "/" in name or ":" in name or name.startswith(".")
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A Delta table by path or catalog name."""
+
+    name: str
+    schema: T.StructType
+
+    @property
+    def is_path(self) -> bool:
+        return _is_path(self.name)
+
+    def ensure(self, spark: SparkSession) -> DeltaTable:
+        """The table, created empty with its schema if it does not exist yet."""
+        builder = DeltaTable.createIfNotExists(spark).addColumns(self.schema)
+        builder = builder.location(self.name) if self.is_path else builder.tableName(self.name)
+        return builder.execute()
+
+    def delta(self, spark: SparkSession) -> DeltaTable:
+        if self.is_path:
+            return DeltaTable.forPath(spark, self.name)
+        return DeltaTable.forName(spark, self.name)
+
+    def read(self, spark: SparkSession) -> DataFrame:
+        return self.delta(spark).toDF()
+
+    def write_options(self) -> dict[str, str]:
+        return {"path": self.name} if self.is_path else {}
+
+    def overwrite(self, df: DataFrame, *, app_id: str, version: int) -> None:
+        """Replace the table's rows; skipped if this (app_id, version) was written already."""
+        writer = (
+            df.write.format("delta")
+            .mode("overwrite")
+            .option("txnAppId", app_id)
+            .option("txnVersion", version)
+        )
+        if self.is_path:
+            writer.save(self.name)
+        else:
+            writer.saveAsTable(self.name)
