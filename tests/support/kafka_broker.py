@@ -25,7 +25,9 @@ import subprocess
 import time
 import uuid
 import weakref
+import zipfile
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -57,8 +59,6 @@ _BASE_PROPERTIES: dict[str, str] = {
     "share.coordinator.state.topic.min.isr": "1",
     "group.initial.rebalance.delay.ms": "0",
     "auto.create.topics.enable": "false",
-    # Kafka's clean shutdown still waits for a controlled-shutdown round trip with itself.
-    "controlled.shutdown.enable": "true",
 }
 
 # Used when the classpath has a working SLF4J binding: reload4j (slf4j-reload4j) reads
@@ -86,6 +86,17 @@ logger.clients.level=WARN
 
 class KafkaBrokerError(RuntimeError):
     """Raised when Kafka's jars or Java are missing, or a broker or tool fails."""
+
+
+class _BrokerExited(KafkaBrokerError):
+    """Raised when the broker's JVM exits before it answers."""
+
+
+_PORT_ATTEMPTS = 3
+_NOP_LOGGING_HINT = (
+    "(Kafka logged nothing: SLF4J has no working binding in the jars, e.g. slf4j-api 1.7 "
+    "beside slf4j-reload4j 2.x; see jvm/kafka/pom.xml)"
+)
 
 
 def kafka_jars_dir() -> Path:
@@ -140,14 +151,54 @@ def _classpath() -> str:
     return str(jars / "*")
 
 
+# Kafka tools that moved out of the Scala core; the old names still work with run_java_tool.
+# DumpLogSegments moved in Kafka 4.3 (KAFKA-14579) into the org.apache.kafka:kafka-tools jar,
+# which kafka_2.13 does not depend on.
+MOVED_TOOLS = {
+    "kafka.tools.DumpLogSegments": "org.apache.kafka.tools.DumpLogSegments",
+}
+_TOOL_ARTIFACTS = {
+    "org.apache.kafka.tools.DumpLogSegments": "org.apache.kafka:kafka-tools",
+}
+
+
+@lru_cache(maxsize=8)
+def _classes_in(jars_dir: Path) -> frozenset[str]:
+    names: set[str] = set()
+    for jar in jars_dir.glob("*.jar"):
+        with zipfile.ZipFile(jar) as z:
+            names.update(n for n in z.namelist() if n.endswith(".class"))
+    return frozenset(names)
+
+
+def java_class_available(name: str) -> bool:
+    """True if a jar in `kafka_jars_dir()` holds the class (dotted name)."""
+    return f"{name.replace('.', '/')}.class" in _classes_in(kafka_jars_dir())
+
+
+def resolve_main_class(name: str) -> str:
+    """The main class to run for `name`, following MOVED_TOOLS; raises if neither exists."""
+    if java_class_available(name):
+        return name
+    moved = MOVED_TOOLS.get(name)
+    if moved and java_class_available(moved):
+        return moved
+    wanted = moved or name
+    artifact = _TOOL_ARTIFACTS.get(wanted)
+    hint = f"; it is in {artifact}, add it to jvm/kafka/pom.xml" if artifact else ""
+    raise KafkaBrokerError(f"{wanted} is not in the jars of {kafka_jars_dir()}{hint}")
+
+
 def run_java_tool(
     main_class: str, *args: str | os.PathLike[str], check: bool = True, timeout: float = 300.0
 ) -> subprocess.CompletedProcess[str]:
     """Run a Kafka main class (e.g. `kafka.tools.DumpLogSegments`) and capture its output.
 
-    With `check`, a non-zero exit raises KafkaBrokerError carrying stdout and stderr.
+    Tools Kafka has moved are found under their new name (MOVED_TOOLS). With `check`, a
+    non-zero exit raises KafkaBrokerError carrying stdout and stderr.
     """
-    cmd = [java_executable(), "-cp", _classpath(), main_class, *map(str, args)]
+    classpath = _classpath()
+    cmd = [java_executable(), "-cp", classpath, resolve_main_class(main_class), *map(str, args)]
     proc = subprocess.run(
         cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
     )
@@ -170,10 +221,14 @@ def _tail(text: str, lines: int = 60) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def _quiet_client_logger() -> logging.Logger:
-    # librdkafka reports every refused connection while the broker boots; keep that at debug.
-    logger = logging.getLogger(f"{__name__}.librdkafka")
-    logger.setLevel(logging.CRITICAL)
+def _client_logger(quiet: bool) -> logging.Logger:
+    """Where librdkafka logs go. The quiet one drops them: while the broker boots, every
+    metadata poll reports a refused connection."""
+    if not quiet:
+        return logging.getLogger(f"{__name__}.librdkafka")
+    logger = logging.getLogger(f"{__name__}.librdkafka.startup")
+    logger.setLevel(logging.CRITICAL + 1)
+    logger.propagate = False
     return logger
 
 
@@ -215,7 +270,7 @@ class KafkaBroker:
         self.startup_seconds: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._admin: Any = None
-        self._finalizer: weakref.finalize | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
 
     # -- paths and addresses ------------------------------------------------------------------
 
@@ -270,16 +325,26 @@ class KafkaBroker:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         began = time.monotonic()
-        self.port, self.controller_port = self._pick_ports()
-        self._write_config()
-        if not (self.log_dir / "meta.properties").exists():
-            self._format()
-        self._launch(java, classpath)
-        try:
-            self._wait_ready(began + self.start_timeout)
-        except BaseException:
-            self._terminate(timeout=10.0)
-            raise
+        for attempt in range(1, _PORT_ATTEMPTS + 1):
+            self.port, self.controller_port = self._pick_ports()
+            self._write_config()
+            if not (self.log_dir / "meta.properties").exists():
+                self._format()
+            self._launch(java, classpath)
+            try:
+                self._wait_ready(began + self.start_timeout)
+                break
+            except _BrokerExited:
+                self._terminate(timeout=10.0)
+                # free_port() cannot reserve a port: if another process took one between
+                # picking and binding, pick again rather than fail.
+                if attempt < _PORT_ATTEMPTS and self._ports_taken():
+                    _log.warning("Kafka ports taken by another process; retrying")
+                    continue
+                raise
+            except BaseException:
+                self._terminate(timeout=10.0)
+                raise
         self.startup_seconds = time.monotonic() - began
         _log.info("Kafka broker up at %s in %.1fs", self.bootstrap, self.startup_seconds)
         return self
@@ -335,16 +400,16 @@ class KafkaBroker:
         if self._admin is None:
             from confluent_kafka.admin import AdminClient
 
-            self._admin = AdminClient(self.client_config())
+            self._admin = AdminClient(self.client_config(logger=_client_logger(quiet=True)))
         return self._admin
 
     def client_config(self, **overrides: Any) -> dict[str, Any]:
-        """Base confluent-kafka settings for this broker; librdkafka logs go to debug."""
+        """Base confluent-kafka settings for this broker; librdkafka logs go to `logging`."""
         config: dict[str, Any] = {
             "bootstrap.servers": self.bootstrap,
             "broker.address.family": "v4",
             "reconnect.backoff.max.ms": 500,
-            "logger": _quiet_client_logger(),
+            "logger": _client_logger(quiet=False),
         }
         config.update(overrides)
         return config
@@ -357,7 +422,7 @@ class KafkaBroker:
         timeout: float = 30.0,
     ) -> None:
         """Create a topic (replication 1) and wait until every partition has a leader."""
-        from confluent_kafka.admin import NewTopic
+        from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
         topic = NewTopic(
             name,
@@ -423,6 +488,7 @@ class KafkaBroker:
         )
 
     def _launch(self, java: str, classpath: str) -> None:
+        self._admin = None  # bound to the previous ports
         cmd = [
             java,
             f"-Xmx{self.heap}",
@@ -459,7 +525,7 @@ class KafkaBroker:
             proc = self._proc
             if proc is None or proc.poll() is not None:
                 code = None if proc is None else proc.returncode
-                raise KafkaBrokerError(
+                raise _BrokerExited(
                     f"Kafka broker exited with {code} during startup\n{self._log_tail()}"
                 )
             asked = time.monotonic()
@@ -476,12 +542,35 @@ class KafkaBroker:
             f"{self._log_tail()}"
         )
 
+    def _ports_taken(self) -> bool:
+        for port in (self.port, self.controller_port):
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                # Our own dead broker's connections may linger in TIME_WAIT: not "taken".
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    s.bind((HOST, port or 0))
+                except OSError:
+                    return True
+        return False
+
     def _log_tail(self, lines: int = 60) -> str:
         try:
             text = self.log_file.read_text(encoding="utf-8", errors="replace")
         except OSError:
             return f"(no broker log at {self.log_file})"
-        return f"--- tail of {self.log_file} ---\n{_tail(text, lines)}"
+        text = text[text.rfind("=== starting: ") :]  # this start only
+        # Kafka logs a lot while shutting down after a fatal error: show the errors first.
+        all_lines = text.splitlines()
+        errors: list[str] = []
+        for i, line in enumerate(all_lines):
+            if (" ERROR " in line or " FATAL " in line) and len(errors) < 20:
+                errors.append(line)
+                # The exception's message is on the next line.
+                if i + 1 < len(all_lines) and not all_lines[i + 1].startswith("["):
+                    errors.append(all_lines[i + 1])
+        shown = f"--- errors in {self.log_file} ---\n" + "\n".join(errors) + "\n" if errors else ""
+        hint = f"\n{_NOP_LOGGING_HINT}" if "NOP) logger" in text else ""
+        return f"{shown}--- tail of {self.log_file} ---\n{_tail(text, lines)}{hint}"
 
 
 def _escape(value: str) -> str:

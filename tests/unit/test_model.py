@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from segcompact.compaction.model import LogRecord, ReferenceModel
 from segcompact.compaction.rules import (
-    Strategy,
+    CompactionStrategy,
     TombstoneMode,
-    TopicRules,
+    TopicConfig,
     header_version,
     is_tombstone,
     order_key,
@@ -59,7 +59,7 @@ def marker(offset: int, pid: int, commit: bool) -> LogRecord:
 
 
 def model(**kwargs: object) -> ReferenceModel:
-    rules = TopicRules(**kwargs)  # type: ignore[arg-type]
+    rules = TopicConfig(**kwargs)  # type: ignore[arg-type]
     return ReferenceModel(lambda _topic: rules)
 
 
@@ -75,7 +75,7 @@ def test_offset_strategy_highest_offset_wins_whatever_the_batch_order() -> None:
 
 
 def test_timestamp_strategy_with_offset_tie_break() -> None:
-    m = model(strategy=Strategy.TIMESTAMP)
+    m = model(compaction_strategy=CompactionStrategy.TIMESTAMP)
     m.apply([rec(1, value=b"late-ts", ts=900), rec(2, value=b"early-ts", ts=100)], now_ms=0)
     assert values(m) == {b"k": b"late-ts"}
     m.apply([rec(3, value=b"tie", ts=900)], now_ms=0)
@@ -103,7 +103,7 @@ def test_header_strategy(a: tuple[int, object], b: tuple[int, object], winner: s
             headers = (("v", V.pack(version)),)  # type: ignore[arg-type]
         return rec(offset, value=name, headers=headers)
 
-    m = model(strategy=Strategy.HEADER, strategy_header="v")
+    m = model(compaction_strategy=CompactionStrategy.HEADER, strategy_header="v")
     m.apply([mk(b, b"b"), mk(a, b"a")], now_ms=0)
     assert values(m) == {b"k": winner.encode()}
 
@@ -111,7 +111,9 @@ def test_header_strategy(a: tuple[int, object], b: tuple[int, object], winner: s
 def test_header_version_uses_last_occurrence_and_sign() -> None:
     headers = (("v", V.pack(1)), ("x", b""), ("v", V.pack(-2)))
     assert header_version(headers, "v") == -2
-    assert order_key(Strategy.HEADER, 9, 0, -2) > order_key(Strategy.HEADER, 10, 0, None)
+    assert order_key(CompactionStrategy.HEADER, 9, 0, -2) > order_key(
+        CompactionStrategy.HEADER, 10, 0, None
+    )
 
 
 @given(
@@ -122,8 +124,8 @@ def test_result_does_not_depend_on_arrival_order(specs: list[tuple[int, int]], r
     records = [rec(i, value=b"%d" % i, ts=ts) for i, (ts, _) in enumerate(specs)]
     shuffled = list(records)
     rnd.shuffle(shuffled)  # type: ignore[attr-defined]
-    for strategy in Strategy:
-        a, b = model(strategy=strategy), model(strategy=strategy)
+    for strategy in CompactionStrategy:
+        a, b = (model(compaction_strategy=strategy, strategy_header="v") for _ in "ab")
         a.apply(records, now_ms=0)
         for r in shuffled:
             b.apply([r], now_ms=0)
@@ -152,7 +154,7 @@ def test_tombstone_modes(
     attributes: int,
     expected: bool,
 ) -> None:
-    assert is_tombstone(TopicRules(tombstone_mode=mode), value, headers, attributes) is expected
+    assert is_tombstone(TopicConfig(tombstone_mode=mode), value, headers, attributes) is expected
 
 
 def test_tombstone_horizon_set_once_kept_from_input_and_expires() -> None:

@@ -14,14 +14,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from segcompact.compaction.rules import (
-    Header,
-    Strategy,
-    TopicRules,
-    header_version,
-    is_tombstone,
-    order_key,
-)
+from segcompact.compaction.rules import Header, header_version, is_tombstone, order_key
+from segcompact.config import CompactionStrategy, TopicConfig
 from segcompact.format.attributes import ControlType
 from segcompact.format.segment import SegmentReader
 
@@ -95,7 +89,7 @@ ProducerKey = tuple[str, int, int]
 
 @dataclass
 class ReferenceModel:
-    rules_for: Callable[[str], TopicRules]
+    rules_for: Callable[[str], TopicConfig]
     state: dict[StateKey, StateRow] = field(default_factory=dict)
     # Undecided transactional records, and every marker seen, per producer.
     pending: dict[ProducerKey, list[LogRecord]] = field(default_factory=dict)
@@ -139,15 +133,15 @@ class ReferenceModel:
                 continue
             rules = self.rules_for(r.topic)
             version = None
-            if rules.strategy is Strategy.HEADER:
+            if rules.compaction_strategy is CompactionStrategy.HEADER:
                 version = header_version(r.headers, rules.strategy_header)
             if (
                 version is None
-                and rules.strategy is Strategy.HEADER
+                and rules.compaction_strategy is CompactionStrategy.HEADER
                 and any(k == rules.strategy_header for k, _ in r.headers)
             ):
                 self.bad_versions[tp] += 1
-            rank = order_key(rules.strategy, r.offset, r.timestamp, version)
+            rank = order_key(rules.compaction_strategy, r.offset, r.timestamp, version)
             sk = (r.topic, r.partition, r.key)
             if sk not in winners or rank > winners[sk][0]:
                 winners[sk] = (rank, r, version)
@@ -156,7 +150,8 @@ class ReferenceModel:
             old = self.state.get(sk)
             if (
                 old is not None
-                and order_key(rules.strategy, old.offset, old.timestamp, old.order_value) >= rank
+                and order_key(rules.compaction_strategy, old.offset, old.timestamp, old.order_value)
+                >= rank
             ):
                 continue
             tombstone = is_tombstone(rules, r.value, r.headers, r.attributes)

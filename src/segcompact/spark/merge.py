@@ -16,7 +16,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from segcompact.clock import Clock
-from segcompact.compaction.rules import TopicRules
+from segcompact.config import TopicConfig
 from segcompact.spark import rules as R
 from segcompact.spark.tables import PARTITIONS_SCHEMA, PENDING_SCHEMA, STATE_SCHEMA, Table
 
@@ -78,7 +78,7 @@ class BatchMerger:
         self,
         spark: SparkSession,
         tables: Tables,
-        rules_for: Callable[[str], TopicRules],
+        rules_for: Callable[[str], TopicConfig],
         clock: Clock,
         *,
         app_id: str = "segcompact",
@@ -198,7 +198,7 @@ class BatchMerger:
             .drop("log_start_offset")
         )
 
-    def _annotate(self, candidates: DataFrame, rules: Mapping[str, TopicRules]) -> DataFrame:
+    def _annotate(self, candidates: DataFrame, rules: Mapping[str, TopicConfig]) -> DataFrame:
         topic, headers = F.col("topic"), F.col("headers")
         return (
             candidates.withColumn(
@@ -229,7 +229,7 @@ class BatchMerger:
         )
 
     def _merge_state(
-        self, candidates: DataFrame, rules: Mapping[str, TopicRules], now: int
+        self, candidates: DataFrame, rules: Mapping[str, TopicConfig], now: int
     ) -> None:
         keyed = candidates.where(F.col("key").isNotNull())
         best = (
@@ -269,7 +269,7 @@ class BatchMerger:
             rules,
             lambda r: R.rank(F.col("t.offset"), F.col("t.timestamp"), F.col("t.order_value"), r),
         )
-        values = {c.name: F.col(f"s.{c.name}") for c in STATE_SCHEMA}
+        values: dict[str, str | Column] = {c.name: F.col(f"s.{c.name}") for c in STATE_SCHEMA}
         (
             self.tables.state.delta(self.spark)
             .alias("t")

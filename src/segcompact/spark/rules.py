@@ -12,14 +12,15 @@ from decimal import Decimal
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from segcompact.compaction.rules import TOMBSTONE_TRUE, Strategy, TombstoneMode, TopicRules
+from segcompact.compaction.rules import TOMBSTONE_TRUE
+from segcompact.config import CompactionStrategy, TombstoneMode, TopicConfig
 
 _TWO_63 = Decimal(2**63)
 _TWO_64 = Decimal(2**64)
 
 
 def per_topic(
-    topic: Column, rules: Mapping[str, TopicRules], build: Callable[[TopicRules], Column]
+    topic: Column, rules: Mapping[str, TopicConfig], build: Callable[[TopicConfig], Column]
 ) -> Column:
     """``build(rules)`` for the row's topic (null for a topic not in ``rules``)."""
     expr: Column | None = None
@@ -44,28 +45,28 @@ def signed_long(value: Column) -> Column:
     )
 
 
-def version(headers: Column, r: TopicRules) -> Column:
+def version(headers: Column, r: TopicConfig) -> Column:
     """The header-strategy version: null unless the header's last value has 8 bytes."""
-    if r.strategy is not Strategy.HEADER or r.strategy_header is None:
+    if r.compaction_strategy is not CompactionStrategy.HEADER or r.strategy_header is None:
         return F.lit(None).cast("long")
     _, value = last_header_value(headers, r.strategy_header)
     return F.when(F.length(value) == 8, signed_long(value)).cast("long")
 
 
-def bad_version(headers: Column, r: TopicRules) -> Column:
+def bad_version(headers: Column, r: TopicConfig) -> Column:
     """True where the version header is present but not an 8-byte value (it counts as absent)."""
-    if r.strategy is not Strategy.HEADER or r.strategy_header is None:
+    if r.compaction_strategy is not CompactionStrategy.HEADER or r.strategy_header is None:
         return F.lit(False)
     present, value = last_header_value(headers, r.strategy_header)
     return present & F.coalesce(F.length(value) != 8, F.lit(True))
 
 
-def rank(offset: Column, timestamp: Column, order_value: Column, r: TopicRules) -> Column:
+def rank(offset: Column, timestamp: Column, order_value: Column, r: TopicConfig) -> Column:
     """The struct whose maximum wins under the topic's strategy (see ``order_key``)."""
     zero = F.lit(0).cast("long")
-    if r.strategy is Strategy.TIMESTAMP:
+    if r.compaction_strategy is CompactionStrategy.TIMESTAMP:
         parts = (zero, F.unix_millis(timestamp), offset)
-    elif r.strategy is Strategy.HEADER:
+    elif r.compaction_strategy is CompactionStrategy.HEADER:
         has = order_value.isNotNull()
         parts = (
             F.when(has, 1).otherwise(0).cast("long"),
@@ -77,7 +78,7 @@ def rank(offset: Column, timestamp: Column, order_value: Column, r: TopicRules) 
     return F.struct(parts[0].alias("r1"), parts[1].alias("r2"), parts[2].alias("r3"))
 
 
-def tombstone(value: Column, headers: Column, attributes: Column, r: TopicRules) -> Column:
+def tombstone(value: Column, headers: Column, attributes: Column, r: TopicConfig) -> Column:
     if r.tombstone_mode is TombstoneMode.HEADER:
         present, flag = last_header_value(headers, r.tombstone_header)
         return present & F.coalesce(flag.isin([F.lit(v) for v in TOMBSTONE_TRUE]), F.lit(False))

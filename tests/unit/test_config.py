@@ -1,0 +1,785 @@
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from segcompact.config import (
+    INT_MAX,
+    LONG_MAX,
+    CompactionStrategy,
+    CompactorConfig,
+    SourceConfig,
+    StateConfig,
+    StreamConfig,
+    TombstoneMode,
+    TopicConfig,
+    is_table_name,
+    is_uri,
+    load_config,
+    parse_config,
+    resolve_location,
+)
+from segcompact.errors import ConfigError, SegcompactError
+
+REPO = Path(__file__).resolve().parents[2]
+FILE = "conf/bad.toml"
+SOURCE = {"source": {"paths": ["data/segments"]}}
+
+
+def config(**sections: Any) -> CompactorConfig:
+    return parse_config({**SOURCE, **sections}, FILE)
+
+
+def error(data: dict[str, Any]) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse_config(data, FILE)
+    return str(info.value)
+
+
+# (id, the file's data, "[section] key" named, value as shown or None, what is allowed)
+REJECTED: list[tuple[str, dict[str, Any], str, str | None, str]] = [
+    # unknown sections and keys
+    ("section", {**SOURCE, "sourc": {}}, "[sourc]", None, "did you mean [source]?"),
+    ("section-lists", {**SOURCE, "x": {}}, "[x]", None, "source, state, output, stream"),
+    ("scalar-section", {**SOURCE, "paths": ["a"]}, "paths", '["a"]', "unknown section"),
+    ("not-a-table", {"source": "data"}, "source", '"data"', "expected a table [source]"),
+    (
+        "source-key",
+        {"source": {"paths": ["a"], "rolled": True}},
+        "[source] rolled",
+        "true",
+        "did you mean rolled_only?",
+    ),
+    ("state-key", {**SOURCE, "state": {"tabel": "t"}}, "[state] tabel", '"t"', "table?"),
+    ("output-key", {**SOURCE, "output": {"pth": "o"}}, "[output] pth", '"o"', "path?"),
+    (
+        "stream-key",
+        {**SOURCE, "stream": {"trigger": "1 second"}},
+        "[stream] trigger",
+        '"1 second"',
+        "did you mean trigger_interval?",
+    ),
+    (
+        "defaults-key",
+        {**SOURCE, "defaults": {"compaction.stratgy": "offset"}},
+        "[defaults] compaction.stratgy",
+        '"offset"',
+        "did you mean compaction.strategy? (valid keys: compaction.strategy, ",
+    ),
+    (
+        "topic-key",
+        {**SOURCE, "topics": {"orders": {"delete.retention": 1}}},
+        '[topics."orders"] delete.retention',
+        "1",
+        "did you mean delete.retention.ms?",
+    ),
+    (
+        "snake-case-kafka-key",
+        {**SOURCE, "defaults": {"delete_retention_ms": 1}},
+        "[defaults] delete_retention_ms",
+        "1",
+        "did you mean delete.retention.ms?",
+    ),
+    (
+        "key-in-wrong-section",
+        {**SOURCE, "defaults": {"materialize.check.interval.ms": 5}},
+        "[defaults] materialize.check.interval.ms",
+        "5",
+        "belongs in [stream] as materialize_check_interval_ms",
+    ),
+    (
+        "kafka-only-key",
+        {**SOURCE, "topics": {"orders": {"cleanup.policy": "compact"}}},
+        '[topics."orders"] cleanup.policy',
+        '"compact"',
+        "a Kafka topic setting segcompact does not use (valid keys: compaction.strategy",
+    ),
+    (
+        "unquoted-dotted-topic",
+        {**SOURCE, "topics": {"my": {"topic": {"compaction": {"strategy": "offset"}}}}},
+        '[topics."my"] topic.compaction.strategy',
+        '"offset"',
+        '[topics."my.topic"] compaction.strategy',
+    ),
+    (
+        "given-twice",
+        {**SOURCE, "defaults": {"segment.bytes": 100, "segment": {"bytes": 200}}},
+        "[defaults] segment.bytes",
+        "200",
+        "given twice (also = 100)",
+    ),
+    # [source]
+    ("paths-missing", {}, "[source] paths", None, "missing; expected a non-empty list"),
+    ("paths-empty", {"source": {"paths": []}}, "[source] paths", "[]", "non-empty list"),
+    ("paths-str", {"source": {"paths": "d"}}, "[source] paths", '"d"', "list of non-empty"),
+    ("paths-int", {"source": {"paths": [1]}}, "[source] paths", "[1]", "non-empty strings"),
+    ("paths-twice", {"source": {"paths": ["a", "a"]}}, "[source] paths", '["a", "a"]', "once"),
+    (
+        "rolled-only",
+        {"source": {"paths": ["a"], "rolled_only": "yes"}},
+        "[source] rolled_only",
+        '"yes"',
+        "expected true or false",
+    ),
+    # [state], [output], [stream]
+    ("table-empty", {**SOURCE, "state": {"table": ""}}, "[state] table", '""', "non-empty"),
+    ("table-int", {**SOURCE, "state": {"ledger_table": 5}}, "[state] ledger_table", "5", "string"),
+    ("output-bool", {**SOURCE, "output": {"path": False}}, "[output] path", "false", "string"),
+    (
+        "interval-no-unit",
+        {**SOURCE, "stream": {"trigger_interval": "10"}},
+        "[stream] trigger_interval",
+        '"10"',
+        'expected a Spark interval "<n> <unit>" such as "10 seconds", unit one of microseconds',
+    ),
+    (
+        "interval-bad-unit",
+        {**SOURCE, "stream": {"trigger_interval": "10 secs"}},
+        "[stream] trigger_interval",
+        '"10 secs"',
+        "milliseconds, seconds, minutes, hours, days, weeks",
+    ),
+    (
+        "interval-month",
+        {**SOURCE, "stream": {"trigger_interval": "1 month"}},
+        "[stream] trigger_interval",
+        '"1 month"',
+        "unit one of",
+    ),
+    (
+        "interval-int",
+        {**SOURCE, "stream": {"trigger_interval": 10}},
+        "[stream] trigger_interval",
+        "10",
+        "Spark interval",
+    ),
+    (
+        "max-segments",
+        {**SOURCE, "stream": {"max_segments_per_batch": -1}},
+        "[stream] max_segments_per_batch",
+        "-1",
+        f"expected an integer from 0 to {INT_MAX}",
+    ),
+    (
+        "check-interval",
+        {**SOURCE, "stream": {"materialize_check_interval_ms": "0"}},
+        "[stream] materialize_check_interval_ms",
+        '"0"',
+        f"expected an integer from 1 to {LONG_MAX}",
+    ),
+    # topic-level values
+    (
+        "strategy",
+        {**SOURCE, "topics": {"orders": {"compaction.strategy": "newest"}}},
+        '[topics."orders"] compaction.strategy',
+        '"newest"',
+        "expected one of offset, timestamp, header",
+    ),
+    (
+        "strategy-int",
+        {**SOURCE, "defaults": {"compaction.strategy": 1}},
+        "[defaults] compaction.strategy",
+        "1",
+        "expected one of offset, timestamp, header",
+    ),
+    (
+        "tombstone-mode",
+        {**SOURCE, "defaults": {"compaction.tombstone.mode": "tombstone"}},
+        "[defaults] compaction.tombstone.mode",
+        '"tombstone"',
+        "expected one of null-value, header, attribute",
+    ),
+    (
+        "tombstone-header",
+        {**SOURCE, "defaults": {"compaction.tombstone.header": " "}},
+        "[defaults] compaction.tombstone.header",
+        '" "',
+        "expected a non-empty string",
+    ),
+    (
+        "strategy-header",
+        {**SOURCE, "defaults": {"compaction.strategy.header": ["v"]}},
+        "[defaults] compaction.strategy.header",
+        '["v"]',
+        "expected a non-empty string",
+    ),
+    (
+        "retention-negative",
+        {**SOURCE, "defaults": {"delete.retention.ms": -1}},
+        "[defaults] delete.retention.ms",
+        "-1",
+        f"expected an integer from 0 to {LONG_MAX}",
+    ),
+    (
+        "retention-text",
+        {**SOURCE, "defaults": {"delete.retention.ms": "one day"}},
+        "[defaults] delete.retention.ms",
+        '"one day"',
+        "expected an integer",
+    ),
+    (
+        "retention-float",
+        {**SOURCE, "defaults": {"delete.retention.ms": 1.5}},
+        "[defaults] delete.retention.ms",
+        "1.5",
+        "expected an integer",
+    ),
+    (
+        "retention-bool",
+        {**SOURCE, "defaults": {"delete.retention.ms": True}},
+        "[defaults] delete.retention.ms",
+        "true",
+        "expected an integer",
+    ),
+    (
+        "retention-over-long",
+        {**SOURCE, "defaults": {"delete.retention.ms": "9223372036854775808"}},
+        "[defaults] delete.retention.ms",
+        '"9223372036854775808"',
+        f"expected an integer from 0 to {LONG_MAX}",
+    ),
+    (
+        "retention-underscores",
+        {**SOURCE, "defaults": {"delete.retention.ms": "86_400_000"}},
+        "[defaults] delete.retention.ms",
+        '"86_400_000"',
+        "expected an integer",
+    ),
+    (
+        "min-lag",
+        {**SOURCE, "defaults": {"min.compaction.lag.ms": -5}},
+        "[defaults] min.compaction.lag.ms",
+        "-5",
+        "from 0 to",
+    ),
+    (
+        "max-lag",
+        {**SOURCE, "defaults": {"max.compaction.lag.ms": 0}},
+        "[defaults] max.compaction.lag.ms",
+        "0",
+        f"from 1 to {LONG_MAX}",
+    ),
+    (
+        "ratio-high",
+        {**SOURCE, "defaults": {"min.cleanable.dirty.ratio": 1.5}},
+        "[defaults] min.cleanable.dirty.ratio",
+        "1.5",
+        "expected a number from 0.0 to 1.0",
+    ),
+    (
+        "ratio-negative",
+        {**SOURCE, "defaults": {"min.cleanable.dirty.ratio": "-0.1"}},
+        "[defaults] min.cleanable.dirty.ratio",
+        '"-0.1"',
+        "from 0.0 to 1.0",
+    ),
+    (
+        "ratio-nan",
+        {**SOURCE, "defaults": {"min.cleanable.dirty.ratio": float("nan")}},
+        "[defaults] min.cleanable.dirty.ratio",
+        "nan",
+        "from 0.0 to 1.0",
+    ),
+    (
+        "ratio-text",
+        {**SOURCE, "defaults": {"min.cleanable.dirty.ratio": "half"}},
+        "[defaults] min.cleanable.dirty.ratio",
+        '"half"',
+        "from 0.0 to 1.0",
+    ),
+    (
+        "segment-bytes-small",
+        {**SOURCE, "defaults": {"segment.bytes": 13}},
+        "[defaults] segment.bytes",
+        "13",
+        f"expected an integer from 14 to {INT_MAX}",
+    ),
+    (
+        "segment-bytes-over-int",
+        {**SOURCE, "defaults": {"segment.bytes": "2147483648"}},
+        "[defaults] segment.bytes",
+        '"2147483648"',
+        f"from 14 to {INT_MAX}",
+    ),
+    (
+        "index-interval",
+        {**SOURCE, "defaults": {"index.interval.bytes": -1}},
+        "[defaults] index.interval.bytes",
+        "-1",
+        f"from 0 to {INT_MAX}",
+    ),
+    (
+        "compression",
+        {**SOURCE, "topics": {"logs": {"compression.type": "brotli"}}},
+        '[topics."logs"] compression.type',
+        '"brotli"',
+        "expected one of producer, uncompressed, gzip, snappy, lz4, zstd (or none = uncompressed)",
+    ),
+    (
+        "sla-zero",
+        {**SOURCE, "defaults": {"gdpr.deletion.sla.ms": 0}},
+        "[defaults] gdpr.deletion.sla.ms",
+        "0",
+        f'expected an integer from 1 to {LONG_MAX}, or "none"',
+    ),
+    (
+        "sla-text",
+        {**SOURCE, "defaults": {"gdpr.deletion.sla.ms": "never"}},
+        "[defaults] gdpr.deletion.sla.ms",
+        '"never"',
+        'or "none"',
+    ),
+    # inconsistent values
+    (
+        "header-strategy-defaults",
+        {**SOURCE, "defaults": {"compaction.strategy": "header"}},
+        "[defaults] compaction.strategy",
+        '"header"',
+        "needs compaction.strategy.header (the header holding the version) in [defaults]",
+    ),
+    (
+        "header-strategy-topic",
+        {**SOURCE, "topics": {"orders": {"compaction.strategy": "header"}}},
+        '[topics."orders"] compaction.strategy',
+        '"header"',
+        'needs compaction.strategy.header (the header holding the version) in [topics."orders"] '
+        "or [defaults]",
+    ),
+    (
+        "max-below-min-same-section",
+        {**SOURCE, "defaults": {"min.compaction.lag.ms": 1000, "max.compaction.lag.ms": 999}},
+        "[defaults] max.compaction.lag.ms",
+        "999",
+        "expected >= min.compaction.lag.ms = 1000 (from [defaults])",
+    ),
+    (
+        "max-below-min-topic-max",
+        {
+            **SOURCE,
+            "defaults": {"min.compaction.lag.ms": "1000"},
+            "topics": {"orders": {"max.compaction.lag.ms": 100}},
+        },
+        '[topics."orders"] max.compaction.lag.ms',
+        "100",
+        'expected >= min.compaction.lag.ms = "1000" (from [defaults])',
+    ),
+    (
+        "max-below-min-topic-min",
+        {
+            **SOURCE,
+            "defaults": {"max.compaction.lag.ms": 100},
+            "topics": {"orders": {"min.compaction.lag.ms": 1000}},
+        },
+        '[topics."orders"] min.compaction.lag.ms',
+        "1000",
+        "expected <= max.compaction.lag.ms = 100 (from [defaults])",
+    ),
+    (
+        "sla-below-min-lag",
+        {
+            **SOURCE,
+            "defaults": {"min.compaction.lag.ms": 3_600_000},
+            "topics": {"users": {"gdpr.deletion.sla.ms": 60_000}},
+        },
+        '[topics."users"] gdpr.deletion.sla.ms',
+        "60000",
+        "expected >= min.compaction.lag.ms = 3600000 (from [defaults]): records younger than",
+    ),
+    # topic names
+    *[
+        (
+            f"topic-name-{i}",
+            {**SOURCE, "topics": {name: {}}},
+            f"[topics.{shown}",
+            None,
+            f"({len(name)} characters): expected 1 to 249 characters from a-z A-Z 0-9 . _ -",
+        )
+        for i, (name, shown) in enumerate(
+            [
+                ("bad name", '"bad name"'),
+                ("", '""'),
+                ("..", '".."'),
+                ("caf\u00e9", '"caf\\u00e9"'),
+                ("a/b", '"a/b"'),
+                ("t" * 250, '"' + "t" * 116),
+            ]
+        )
+    ],
+    (
+        "topic-not-table",
+        {**SOURCE, "topics": {"orders": 5}},
+        '[topics."orders"]',
+        "5",
+        "expected a table of topic settings",
+    ),
+    ("topics-not-table", {**SOURCE, "topics": 5}, "topics", "5", "expected a table [topics]"),
+    # locations that collide
+    (
+        "output-in-source",
+        {**SOURCE, "output": {"path": "data/segments/out"}},
+        "[output] path",
+        '"data/segments/out"',
+        'neither is, contains nor lies inside [source] paths = "data/segments"',
+    ),
+    (
+        "same-table-twice",
+        {**SOURCE, "state": {"pending_table": "data/state/"}},
+        "[state] pending_table",
+        '"data/state/"',
+        'lies inside [state] table = "data/state"',
+    ),
+    (
+        "blames-the-key-set",
+        {**SOURCE, "state": {"table": "checkpoints"}},
+        "[state] table",
+        '"checkpoints"',
+        'lies inside [stream] checkpoint = "checkpoints/segcompact"',
+    ),
+    (
+        "source-in-table",
+        {"source": {"paths": ["s3a://b/state/in"]}, "state": {"table": "s3a://b/state"}},
+        "[state] table",
+        '"s3a://b/state"',
+        'lies inside [source] paths = "s3a://b/state/in"',
+    ),
+    (
+        "catalog-name-twice",
+        {**SOURCE, "state": {"table": "main.sc.state", "ledger_table": "main.sc.STATE"}},
+        "[state] ledger_table",
+        '"main.sc.STATE"',
+        'expected a table of its own, not also [state] table = "main.sc.state"',
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("data", "head", "value", "allowed"),
+    [pytest.param(*case[1:], id=case[0]) for case in REJECTED],
+)
+def test_rejected_with_one_line_naming_file_key_value_and_allowed(
+    data: dict[str, Any], head: str, value: str | None, allowed: str
+) -> None:
+    message = error(data)
+    assert message.startswith(f"{FILE}: {head}")
+    if value is not None:
+        assert f"{head} = {value}" in message
+    assert allowed in message
+    assert len(message.splitlines()) == 1
+
+
+def test_config_error_is_a_segcompact_error() -> None:
+    assert issubclass(ConfigError, SegcompactError)
+
+
+# --- files ----------------------------------------------------------------------------------
+
+
+def test_default_conf_file_loads_as_designed() -> None:
+    cfg = load_config(REPO / "conf" / "compactor.toml")
+    assert cfg.source == SourceConfig(paths=("data/segments",), rolled_only=True)
+    assert cfg.state == StateConfig()
+    assert cfg.state.table == "data/state"
+    assert cfg.output.path == "data/compacted"
+    assert cfg.stream == StreamConfig()
+    assert cfg.stream.trigger_interval_ms == 10_000
+    assert cfg.defaults == TopicConfig()
+    assert cfg.topic_overrides == ("orders",)
+    assert cfg.topic("orders").compaction_strategy is CompactionStrategy.TIMESTAMP
+    assert cfg.topic("orders").delete_retention_ms == 86_400_000
+    assert cfg.topic("payments") == TopicConfig()
+
+
+def test_missing_file_names_it(tmp_path: Path) -> None:
+    path = tmp_path / "nope.toml"
+    with pytest.raises(ConfigError, match=r"nope\.toml: cannot read config file: No such file"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_config(tmp_path)
+
+
+def test_toml_syntax_error_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "broken.toml"
+    path.write_text('[source]\npaths = ["a"]\nrolled_only = \n')
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: invalid TOML: ")
+    assert "line 3" in message
+    assert len(message.splitlines()) == 1
+
+
+def test_not_utf8_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(b'[source]\npaths = ["caf\xe9"]\n')
+    with pytest.raises(ConfigError, match=r"latin1\.toml: invalid TOML"):
+        load_config(path)
+
+
+def test_load_reads_a_file_and_names_it_in_errors(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[source]\npaths = ["in"]\n'
+        '[defaults]\n"compaction.strategy" = "timestamp"\n'
+        '[topics."orders"]\n"compaction.strategy" = "newest"\n'
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == (
+        f'{path}: [topics."orders"] compaction.strategy = "newest": '
+        "expected one of offset, timestamp, header"
+    )
+
+
+def test_unquoted_dotted_kafka_keys_read_as_quoted(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[source]\npaths = ["in"]\n[defaults]\ndelete.retention.ms = 5\n')
+    assert load_config(path).defaults.delete_retention_ms == 5
+
+
+# --- resolution -----------------------------------------------------------------------------
+
+
+def test_precedence_kafka_default_then_defaults_then_topic() -> None:
+    cfg = config(
+        defaults={"delete.retention.ms": 1000, "segment.bytes": 2048, "compression.type": "lz4"},
+        topics={"orders": {"segment.bytes": 4096}, "users": {}},
+    )
+    orders, users, other = cfg.topic("orders"), cfg.topic("users"), cfg.topic("other")
+    assert orders.segment_bytes == 4096  # topic
+    assert orders.delete_retention_ms == 1000  # [defaults]
+    assert orders.compression_type == "lz4"
+    assert orders.min_cleanable_dirty_ratio == 0.5  # Kafka's default
+    assert users == other == cfg.defaults
+    assert other.segment_bytes == 2048
+    assert cfg.topic_overrides == ("orders", "users")
+
+
+def test_topic_lookup_is_precomputed() -> None:
+    cfg = config(topics={"orders": {"segment.bytes": 4096}})
+    assert cfg.topic("orders") is cfg.topic("orders")
+    assert cfg.topic("anything") is cfg.defaults
+
+
+def test_kafka_defaults() -> None:
+    t = config().defaults
+    assert t.compaction_strategy is CompactionStrategy.OFFSET
+    assert t.strategy_header is None
+    assert t.tombstone_mode is TombstoneMode.NULL_VALUE
+    assert t.tombstone_header == "tombstone"
+    assert t.delete_retention_ms == 86_400_000
+    assert t.min_compaction_lag_ms == 0
+    assert t.max_compaction_lag_ms == 2**63 - 1
+    assert t.min_cleanable_dirty_ratio == 0.5
+    assert t.segment_bytes == 1_073_741_824
+    assert t.index_interval_bytes == 4096
+    assert t.compression_type == "producer"
+    assert t.output_codec is None
+    assert t.gdpr_deletion_sla_ms is None
+
+
+def test_header_strategy_takes_its_header_from_topic_or_defaults() -> None:
+    cfg = config(
+        defaults={"compaction.strategy.header": "version"},
+        topics={
+            "a": {"compaction.strategy": "header"},
+            "b": {"compaction.strategy": "header", "compaction.strategy.header": "v2"},
+        },
+    )
+    assert cfg.topic("a").compaction_strategy is CompactionStrategy.HEADER
+    assert cfg.topic("a").strategy_header == "version"
+    assert cfg.topic("b").strategy_header == "v2"
+
+
+def test_strings_numbers_booleans_and_case() -> None:
+    cfg = parse_config(
+        {
+            "source": {"paths": ["a", "b"], "rolled_only": "False"},
+            "stream": {"max_segments_per_batch": "8", "materialize_check_interval_ms": "500"},
+            "defaults": {
+                "delete.retention.ms": " 86400000 ",
+                "min.cleanable.dirty.ratio": "0.25",
+                "compaction.strategy": "Timestamp",
+                "compaction.tombstone.mode": "HEADER",
+                "compression.type": "none",
+                "gdpr.deletion.sla.ms": "+2592000000",
+            },
+            "topics": {"metrics": {"gdpr.deletion.sla.ms": "none", "min.cleanable.dirty.ratio": 1}},
+        },
+        FILE,
+    )
+    assert cfg.source == SourceConfig(paths=("a", "b"), rolled_only=False)
+    assert cfg.stream.max_segments_per_batch == 8
+    assert cfg.stream.materialize_check_interval_ms == 500
+    d = cfg.defaults
+    assert d.delete_retention_ms == 86_400_000
+    assert d.min_cleanable_dirty_ratio == 0.25
+    assert d.compaction_strategy is CompactionStrategy.TIMESTAMP
+    assert d.tombstone_mode is TombstoneMode.HEADER
+    assert (d.compression_type, d.output_codec) == ("uncompressed", "none")
+    assert d.gdpr_deletion_sla_ms == 2_592_000_000
+    assert cfg.topic("metrics").gdpr_deletion_sla_ms is None  # "none" turns the SLA off
+    assert cfg.topic("metrics").min_cleanable_dirty_ratio == 1.0
+
+
+INTEGER_KEYS = [
+    ("delete.retention.ms", "delete_retention_ms", 0, LONG_MAX),
+    ("min.compaction.lag.ms", "min_compaction_lag_ms", 0, LONG_MAX),
+    ("max.compaction.lag.ms", "max_compaction_lag_ms", 1, LONG_MAX),
+    ("segment.bytes", "segment_bytes", 14, INT_MAX),
+    ("index.interval.bytes", "index_interval_bytes", 0, INT_MAX),
+    ("gdpr.deletion.sla.ms", "gdpr_deletion_sla_ms", 1, LONG_MAX),
+]
+
+
+@given(st.sampled_from(INTEGER_KEYS), st.data())
+def test_integer_as_int_or_string_parses_the_same(
+    spec: tuple[str, str, int, int], data: st.DataObject
+) -> None:
+    key, attr, lo, hi = spec
+    n = data.draw(st.integers(lo, hi))
+    as_int = getattr(config(defaults={key: n}).defaults, attr)
+    as_str = getattr(config(defaults={key: str(n)}).defaults, attr)
+    assert as_int == as_str == n
+
+
+@given(st.sampled_from(INTEGER_KEYS), st.data())
+def test_integer_out_of_range_is_rejected(
+    spec: tuple[str, str, int, int], data: st.DataObject
+) -> None:
+    key, _, lo, hi = spec
+    n = data.draw(st.one_of(st.integers(max_value=lo - 1), st.integers(min_value=hi + 1)))
+    for value in (n, str(n)):
+        with pytest.raises(ConfigError, match=f"from {lo} to {hi}"):
+            config(defaults={key: value})
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"),
+    [
+        ("10 seconds", 10_000),
+        ("1 second", 1000),
+        ("500 milliseconds", 500),
+        ("2 minutes", 120_000),
+        ("1 minute 30 seconds", 90_000),
+        ("interval 1 hour", 3_600_000),
+        ("0 seconds", 0),
+        ("1 day", 86_400_000),
+    ],
+)
+def test_trigger_interval(text: str, ms: int) -> None:
+    stream = config(stream={"trigger_interval": text}).stream
+    assert stream.trigger_interval == text
+    assert stream.trigger_interval_ms == ms
+
+
+# --- locations ------------------------------------------------------------------------------
+
+
+def test_paths_are_kept_as_written() -> None:
+    cfg = config(
+        state={"table": "main.segcompact.state", "partitions_table": "s3a://b/partitions"},
+        output={"path": "/abs/out"},
+    )
+    assert cfg.state.table == "main.segcompact.state"
+    assert cfg.state.partitions_table == "s3a://b/partitions"
+    assert cfg.state.pending_table == "data/pending_txn"
+    assert cfg.state.ledger_table == "data/deletion_ledger"
+    assert cfg.output.path == "/abs/out"
+    assert cfg.source.paths == ("data/segments",)
+
+
+def test_with_base_dir_pins_only_relative_local_paths(tmp_path: Path) -> None:
+    cfg = config(
+        state={"table": "main.segcompact.state", "partitions_table": "dbfs:/p"},
+        output={"path": "/abs/out"},
+    ).with_base_dir(tmp_path)
+    assert cfg.source.paths == (str(tmp_path / "data/segments"),)
+    assert cfg.state.table == "main.segcompact.state"
+    assert cfg.state.partitions_table == "dbfs:/p"
+    assert cfg.state.pending_table == str(tmp_path / "data/pending_txn")
+    assert cfg.output.path == "/abs/out"
+    assert cfg.stream.checkpoint == str(tmp_path / "checkpoints/segcompact")
+
+
+@pytest.mark.parametrize(
+    ("location", "uri", "name"),
+    [
+        ("s3a://bucket/x", True, False),
+        ("abfss://c@a.dfs.core.windows.net/x", True, False),
+        ("dbfs:/x", True, False),
+        ("main.segcompact.state", False, True),
+        ("db.state", False, True),
+        ("main.`my-schema`.state", False, True),
+        ("data/state", False, False),
+        ("./state.delta", False, False),
+        ("state", False, False),
+        ("/abs/state", False, False),
+    ],
+)
+def test_location_kinds(location: str, uri: bool, name: bool) -> None:
+    assert is_uri(location) is uri
+    assert is_table_name(location) is name
+
+
+def test_resolve_location() -> None:
+    assert resolve_location("data/x", "/base") == "/base/data/x"
+    assert resolve_location("db.t", "/base") == "/base/db.t"
+    assert resolve_location("db.t", "/base", table=True) == "db.t"
+    assert resolve_location("hdfs://nn/x", "/base") == "hdfs://nn/x"
+
+
+# --- values ---------------------------------------------------------------------------------
+
+
+def test_enum_from_str_lists_valid_values() -> None:
+    assert CompactionStrategy.from_str("header") is CompactionStrategy.HEADER
+    assert TombstoneMode.from_str("null-value") is TombstoneMode.NULL_VALUE
+    with pytest.raises(ValueError, match="expected one of offset, timestamp, header"):
+        CompactionStrategy.from_str("newest")
+    with pytest.raises(ValueError, match="expected one of null-value, header, attribute"):
+        TombstoneMode.from_str("null")
+
+
+def test_topic_config_checks_cross_field_rules() -> None:
+    with pytest.raises(ConfigError, match=r"compaction\.strategy\.header"):
+        TopicConfig(compaction_strategy=CompactionStrategy.HEADER)
+    with pytest.raises(ConfigError, match=r"max\.compaction\.lag\.ms"):
+        TopicConfig(min_compaction_lag_ms=10, max_compaction_lag_ms=5)
+
+
+def test_to_properties_uses_kafka_names() -> None:
+    props = config(defaults={"compression.type": "zstd", "gdpr.deletion.sla.ms": 60_000}).defaults
+    assert props.to_properties() == {
+        "compaction.strategy": "offset",
+        "compaction.tombstone.mode": "null-value",
+        "compaction.tombstone.header": "tombstone",
+        "delete.retention.ms": "86400000",
+        "min.compaction.lag.ms": "0",
+        "max.compaction.lag.ms": "9223372036854775807",
+        "min.cleanable.dirty.ratio": "0.5",
+        "segment.bytes": "1073741824",
+        "index.interval.bytes": "4096",
+        "compression.type": "zstd",
+        "gdpr.deletion.sla.ms": "60000",
+    }
+
+
+def test_config_pickles_for_spark_closures() -> None:
+    cfg = load_config(REPO / "conf" / "compactor.toml")
+    assert pickle.loads(pickle.dumps(cfg)) == cfg
+
+
+def test_importing_config_does_not_import_pyspark() -> None:
+    code = (
+        "import sys, segcompact.config; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j', 'delta')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
