@@ -7,11 +7,15 @@ on stderr and exit code 2; corrupt input data with one line and exit code 1. No 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from segcompact.errors import CorruptBatchError, SegcompactError
+
+if TYPE_CHECKING:
+    from segcompact.config import CompactorConfig
 
 EXIT_DATA = 1
 EXIT_USAGE = 2
@@ -27,6 +31,66 @@ def _dump(args: argparse.Namespace) -> int:
 
     dump(args.files, deep=args.deep_iteration, as_json=args.format == "json", out=sys.stdout)
     return 0
+
+
+def _load(path: str) -> CompactorConfig:
+    from segcompact.config import load_config
+
+    return load_config(path)
+
+
+def _run(args: argparse.Namespace) -> int:
+    config = _load(args.config)
+    from segcompact.spark.job import GracefulStop, start_query
+    from segcompact.spark.session import get_spark
+
+    spark = get_spark()
+    stop = GracefulStop()
+    stop.install()
+    progress = _progress(args.once)
+    query = start_query(spark, config, once=args.once, on_batch=progress)
+    stop.wait(query)
+    if query.exception() is not None:
+        raise SegcompactError(f"streaming query failed: {query.exception()}")
+    return 0
+
+
+def _progress(once: bool) -> Callable[[int], None] | None:
+    if not once:
+        return None
+    from tqdm import tqdm
+
+    bar = tqdm(desc="micro-batches", unit="batch", file=sys.stderr)
+    return lambda _batch_id: bar.update(1)
+
+
+def _status(args: argparse.Namespace) -> int:
+    config = _load(args.config)
+    from segcompact.clock import SystemClock
+    from segcompact.spark.job import tables_of
+    from segcompact.spark.session import get_spark
+    from segcompact.spark.status import partition_status
+
+    spark = get_spark()
+    tables = tables_of(config)
+    tables.ensure(spark)
+    rows = partition_status(spark, config, tables, SystemClock().now_ms())
+    if args.format == "json":
+        print(json.dumps(rows, indent=2))
+    else:
+        print(_table(rows))
+    return 0
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "no partitions yet"
+    columns = list(rows[0])
+    cells = [[("-" if r[c] is None else str(r[c])) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join(lines)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -45,6 +109,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--deep-iteration", action="store_true", help="print every record too")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=_dump)
+
+    p = commands.add_parser("run", help="the streaming compactor")
+    p.add_argument("--config", required=True, metavar="F")
+    p.add_argument("--once", action="store_true", help="process what is there, then exit")
+    p.set_defaults(func=_run)
+
+    p = commands.add_parser("status", help="per partition: offsets, dirty ratio, tombstones")
+    p.add_argument("--config", required=True, metavar="F")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=_status)
 
     p = commands.add_parser("demo", help="write sample segments and show what segcompact reads")
     p.add_argument("--workdir", default="demo", help="where to write (default: ./demo)")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Protocol
+from typing import Protocol, cast
 
 import cramjam
 import lz4.frame
@@ -122,12 +122,15 @@ class Lz4Codec:
     compression = Compression.LZ4
 
     def compress(self, data: bytes) -> bytes:
-        return lz4.frame.compress(
-            data,
-            block_size=lz4.frame.BLOCKSIZE_MAX64KB,
-            block_linked=False,
-            content_checksum=False,
-            store_size=False,
+        return cast(
+            bytes,
+            lz4.frame.compress(
+                data,
+                block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+                block_linked=False,
+                content_checksum=False,
+                store_size=False,
+            ),
         )
 
     def decompress(self, data: bytes | memoryview, limit: int) -> bytes:
@@ -140,7 +143,7 @@ class Lz4Codec:
             raise _too_big("lz4", limit)
         if not d.eof:
             raise CorruptBatchError("lz4 frame is truncated")
-        return out
+        return cast(bytes, out)
 
 
 class ZstdCodec:

@@ -1,0 +1,61 @@
+"""``segcompact status``: per partition, what the tables say about its compaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from segcompact.config import CompactorConfig
+from segcompact.spark.merge import Tables
+
+
+def partition_status(
+    spark: SparkSession, config: CompactorConfig, tables: Tables, now_ms: int
+) -> list[dict[str, Any]]:
+    """One dict per (topic, partition), sorted; times in epoch milliseconds."""
+    state = (
+        tables.state.read(spark)
+        .groupBy("topic", "partition")
+        .agg(
+            F.count("*").alias("keys"),
+            F.count(F.when(F.col("tombstone"), 1)).alias("tombstones_pending"),
+            F.min("delete_horizon").alias("next_horizon"),
+        )
+    )
+    rows = (
+        tables.partitions.read(spark)
+        .join(state, ["topic", "partition"], "left")
+        .orderBy("topic", "partition")
+        .collect()
+    )
+    out = []
+    for r in rows:
+        total = r.dirty_bytes + r.clean_bytes
+        first_dirty = _ms(r.first_dirty_timestamp)
+        out.append(
+            {
+                "topic": r.topic,
+                "partition": r.partition,
+                "log_start_offset": r.log_start_offset,
+                "log_end_offset": r.log_end_offset,
+                "keys": r.keys or 0,
+                "dirty_bytes": r.dirty_bytes,
+                "clean_bytes": r.clean_bytes,
+                "dirty_ratio": round(r.dirty_bytes / total, 4) if total else 0.0,
+                "compaction_delay_ms": None
+                if first_dirty is None
+                else max(0, now_ms - first_dirty),
+                "tombstones_pending": r.tombstones_pending or 0,
+                "next_horizon_ms": _ms(r.next_horizon),
+                "keyless_records": r.keyless_records,
+                "last_materialized_ms": _ms(r.last_materialized_at),
+                "uncleanable": r.uncleanable_reason,
+            }
+        )
+    return out
+
+
+def _ms(value: Any) -> int | None:
+    return None if value is None else int(value.timestamp() * 1000)
