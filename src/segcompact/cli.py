@@ -41,23 +41,21 @@ def _load(path: str) -> CompactorConfig:
 
 def _run(args: argparse.Namespace) -> int:
     config = _load(args.config)
-    from segcompact.spark.job import GracefulStop, start_query
+    from segcompact.spark.job import Compactor, GracefulStop
     from segcompact.spark.session import get_spark
 
-    spark = get_spark()
+    compactor = Compactor(get_spark(), config)
+    if args.once:
+        compactor.run_once(on_batch=_progress())
+        return 0
     stop = GracefulStop()
     stop.install()
-    progress = _progress(args.once)
-    query = start_query(spark, config, once=args.once, on_batch=progress)
-    stop.wait(query)
-    if query.exception() is not None:
-        raise SegcompactError(f"streaming query failed: {query.exception()}")
+    query = compactor.start(once=False)
+    stop.wait(query, compactor.upkeep, config.stream.materialize_check_interval_ms)
     return 0
 
 
-def _progress(once: bool) -> Callable[[int], None] | None:
-    if not once:
-        return None
+def _progress() -> Callable[[int], None]:
     from tqdm import tqdm
 
     bar = tqdm(desc="micro-batches", unit="batch", file=sys.stderr)

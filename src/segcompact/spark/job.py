@@ -12,11 +12,12 @@ import threading
 from collections.abc import Callable
 from types import FrameType
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from segcompact.clock import Clock, SystemClock
 from segcompact.config import CompactorConfig
+from segcompact.errors import SegcompactError
 from segcompact.spark.merge import BatchMerger, Tables
 from segcompact.spark.source import NAME, register
 
@@ -31,44 +32,61 @@ def manifest_dir(config: CompactorConfig) -> str:
     return os.path.join(config.stream.checkpoint, "manifest")
 
 
-def start_query(
-    spark: SparkSession,
-    config: CompactorConfig,
-    *,
-    once: bool,
-    clock: Clock | None = None,
-    on_batch: Callable[[int], None] | None = None,
-) -> StreamingQuery:
-    """Start the compactor's streaming query (``availableNow`` when ``once``)."""
-    register(spark)
-    tables = tables_of(config)
-    tables.ensure(spark)
-    merger = BatchMerger(spark, tables, config.topic, clock or SystemClock())
-    reader = (
-        spark.readStream.format(NAME)
-        .option("paths", ",".join(config.source.paths))
-        .option("rolledOnly", str(config.source.rolled_only).lower())
-        .option("manifest", manifest_dir(config))
-    )
-    if config.stream.max_segments_per_batch:
-        reader = reader.option("maxSegmentsPerTrigger", str(config.stream.max_segments_per_batch))
+class Compactor:
+    """The compactor on one session: its streaming query and the upkeep between batches."""
 
-    def batch(df, batch_id: int) -> None:  # type: ignore[no-untyped-def]
-        merger(df, batch_id)
-        if on_batch is not None:
-            on_batch(batch_id)
+    def __init__(
+        self, spark: SparkSession, config: CompactorConfig, clock: Clock | None = None
+    ) -> None:
+        self.spark = spark
+        self.config = config
+        self.clock = clock or SystemClock()
+        self.tables = tables_of(config)
+        self.tables.ensure(spark)
+        self.merger = BatchMerger(spark, self.tables, config.topic, self.clock)
 
-    writer = (
-        reader.load()
-        .writeStream.queryName("segcompact")
-        .foreachBatch(batch)
-        .option("checkpointLocation", os.path.join(config.stream.checkpoint, "query"))
-    )
-    if once:
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=config.stream.trigger_interval)
-    return writer.start()
+    def start(self, *, once: bool, on_batch: Callable[[int], None] | None = None) -> StreamingQuery:
+        """Start the streaming query (``availableNow`` when ``once``)."""
+        register(self.spark)
+        reader = (
+            self.spark.readStream.format(NAME)
+            .option("paths", ",".join(self.config.source.paths))
+            .option("rolledOnly", str(self.config.source.rolled_only).lower())
+            .option("manifest", manifest_dir(self.config))
+        )
+        limit = self.config.stream.max_segments_per_batch
+        if limit:
+            reader = reader.option("maxSegmentsPerTrigger", str(limit))
+
+        def batch(df: DataFrame, batch_id: int) -> None:
+            self.merger(df, batch_id)
+            if on_batch is not None:
+                on_batch(batch_id)
+
+        writer = (
+            reader.load()
+            .writeStream.queryName("segcompact")
+            .foreachBatch(batch)
+            .option("checkpointLocation", os.path.join(self.config.stream.checkpoint, "query"))
+        )
+        if once:
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=self.config.stream.trigger_interval)
+        return writer.start()
+
+    def upkeep(self) -> None:
+        """What is due without input: expired tombstones leave the state."""
+        self.merger.expire(self.clock.now_ms())
+
+    def run_once(self, on_batch: Callable[[int], None] | None = None) -> None:
+        """Process everything available, then the upkeep that is due; return when done."""
+        query = self.start(once=True, on_batch=on_batch)
+        query.awaitTermination()
+        error = query.exception()
+        if error is not None:
+            raise SegcompactError(f"streaming query failed: {error}")
+        self.upkeep()
 
 
 class GracefulStop:
@@ -84,10 +102,16 @@ class GracefulStop:
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.requested.set()
 
-    def wait(self, query: StreamingQuery, poll_seconds: float = 1.0) -> None:
-        """Block until the query ends, or until a stop was requested and no batch is running."""
+    def wait(self, query: StreamingQuery, upkeep: Callable[[], None], interval_ms: int) -> None:
+        """Run ``upkeep`` every ``interval_ms`` until the query ends or a stop is requested
+        (then stop it once no batch is running)."""
         while query.isActive:
-            query.awaitTermination(poll_seconds)
-            if self.requested.is_set() and not query.status["isTriggerActive"]:
-                query.stop()
-        query.awaitTermination()
+            query.awaitTermination(interval_ms / 1000)
+            if self.requested.is_set():
+                if not query.status["isTriggerActive"]:
+                    query.stop()
+            elif query.isActive:
+                upkeep()
+        error = query.exception()
+        if error is not None:
+            raise SegcompactError(f"streaming query failed: {error}")

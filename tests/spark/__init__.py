@@ -1,0 +1,1 @@
+"""Spark tests: one local session with Delta, shared by the run."""
