@@ -98,7 +98,7 @@ def test_corrupt_batch_is_named_and_earlier_batches_survive(
     limits = ReadLimits(max_uncompressed_bytes=1 << 20)
     decoded = []
     with pytest.raises(CorruptBatchError) as info:
-        for rb in decode_segment(path, "t", 0, limits=limits, pure=pure, chunk_records=1):
+        for rb in decode_segment(path, "t", 0, limits=limits, pure=pure):
             decoded.append(rb)
     error = info.value
     assert error.file == str(path)

@@ -179,23 +179,29 @@ def decode_segment(
     reader = SegmentReader(path, limits=limits)
     builder = column_builder(pure)
     meta = _BatchMeta()
-    for batch in reader:
-        index = meta.add(batch)
-        try:
-            builder.append(
-                batch.payload(limits.max_uncompressed_bytes),
-                batch.records_count,
-                batch.base_offset,
-                batch.base_timestamp,
-                index,
-            )
-        except (CorruptBatchError, ValueError) as e:
-            error = e if isinstance(e, CorruptBatchError) else CorruptBatchError(str(e))
-            raise error.located(
-                file=reader.path, position=batch.position, base_offset=batch.base_offset
-            ) from None
-        if len(builder) >= chunk_records or builder.nbytes >= chunk_bytes:
+    try:
+        for batch in reader:
+            index = meta.add(batch)
+            try:
+                builder.append(
+                    batch.payload(limits.max_uncompressed_bytes),
+                    batch.records_count,
+                    batch.base_offset,
+                    batch.base_timestamp,
+                    index,
+                )
+            except (CorruptBatchError, ValueError) as e:
+                error = e if isinstance(e, CorruptBatchError) else CorruptBatchError(str(e))
+                raise error.located(
+                    file=reader.path, position=batch.position, base_offset=batch.base_offset
+                ) from None
+            if len(builder) >= chunk_records or builder.nbytes >= chunk_bytes:
+                yield to_record_batch(builder.finish(), meta, topic, partition)
+                meta = _BatchMeta()
+    except CorruptBatchError:
+        # Records decoded before a bad batch still come out, ahead of the error.
+        if len(builder):
             yield to_record_batch(builder.finish(), meta, topic, partition)
-            meta = _BatchMeta()
+        raise
     if len(builder):
         yield to_record_batch(builder.finish(), meta, topic, partition)

@@ -1,0 +1,418 @@
+"""The ``kafka-segments`` data source: Kafka segment files as a Spark (streaming) DataFrame.
+
+Usage::
+
+    register(spark)
+    df = (spark.readStream.format("kafka-segments")
+          .option("paths", "/data/kafka-logs,/mnt/archive")   # or .load("/data/kafka-logs")
+          .option("rolledOnly", "true")
+          .option("maxSegmentsPerTrigger", "100")
+          .load())
+
+Options (names are case-insensitive, as for every Spark source):
+
+- ``paths``: comma-separated roots in Kafka log-dir layout (a JSON array also works, which is
+  what ``load([...])`` passes); ``path`` (from ``load(path)``) is added to them.
+- ``rolledOnly`` [true]: leave out the active (highest) segment of each partition directory.
+- ``manifest``: the directory of the segment manifest (see :mod:`segcompact.segments`).
+  Default: ``checkpoints/kafka-segments/<16 hex of SHA-256 of the sorted absolute roots and
+  rolledOnly>`` under the working directory of the Spark driver, so queries over the same roots
+  share one numbering. Relative paths resolve against that directory too. Deleting the manifest
+  of a query whose checkpoint is kept is detected and refused.
+- ``maxSegmentsPerTrigger``: at most this many segments per micro-batch (``ReadMaxFiles``).
+- ``chunkRecords`` [65536], ``chunkBytes`` [33554432]: the size of the Arrow batches a segment
+  is decoded into (bounded memory per task).
+
+One row per record with the columns of :data:`segcompact.format.arrow.SCHEMA` (Spark Kafka
+source names and types for the shared ones), then ``segment`` (the file), ``segment_end``,
+``segment_bytes`` and ``error``. After a segment's records comes one summary row
+(``segment_end`` true): ``offset`` and ``batch_last_offset`` are the segment's last offset
+(-1 when it has no batch), ``batch_base_offset`` its base offset (from the file name),
+``segment_bytes`` the bytes read as valid, ``error`` a one-line reason when the segment is
+corrupt or gone; key and value are null, headers empty, timestamp the epoch, and the other
+numeric columns -1 (``attributes``, ``is_transactional`` and ``is_control`` 0 / false).
+A corrupt segment yields its good records and the summary row and does not fail the query.
+
+Offsets are ``{"seq": N, "manifest": "<id>"}``: the first N entries of that manifest (no id
+before the first segment). Progress lives in the query's checkpoint; the manifest keeps the seq
+of every segment stable across restarts, and its id lets a restart refuse a manifest that was
+deleted or replaced while the checkpoint was kept.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
+from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxFiles,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+
+from segcompact.errors import ConfigError, CorruptBatchError
+from segcompact.format.arrow import SCHEMA, decode_segment
+from segcompact.segments import (
+    Manifest,
+    ManifestEntry,
+    discover,
+    last_offset,
+    offset_of,
+)
+
+NAME = "kafka-segments"
+DEFAULT_CHUNK_RECORDS = 1 << 16
+DEFAULT_CHUNK_BYTES = 32 << 20
+_MANIFEST_ROOT = os.path.join("checkpoints", "kafka-segments")
+
+# Spark's Kafka source makes every column nullable; so does this one (summary rows need it).
+SPARK_SCHEMA = StructType(
+    [StructField(f.name, from_arrow_type(f.type), nullable=True) for f in SCHEMA]
+    + [
+        StructField("segment", StringType()),
+        StructField("segment_end", BooleanType()),
+        StructField("segment_bytes", LongType()),
+        StructField("error", StringType()),
+    ]
+)
+
+
+@functools.cache
+def _arrow_schema() -> pa.Schema:
+    # Exactly what PySpark checks yielded batches against.
+    return to_arrow_schema(SPARK_SCHEMA, timezone="UTC")
+
+
+# --- options --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    """The source's options, parsed and checked."""
+
+    roots: tuple[str, ...]
+    rolled_only: bool
+    manifest: str
+    max_segments_per_trigger: int | None
+    chunk_records: int
+    chunk_bytes: int
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> SourceOptions:
+        opts = {k.lower(): v for k, v in options.items()}
+        roots = _roots(opts)
+        rolled_only = _bool(opts, "rolledOnly", True)
+        manifest = opts.get("manifest") or os.path.join(
+            _MANIFEST_ROOT, manifest_key(roots, rolled_only)
+        )
+        return cls(
+            roots=roots,
+            rolled_only=rolled_only,
+            manifest=os.path.abspath(manifest),
+            max_segments_per_trigger=_positive(opts, "maxSegmentsPerTrigger"),
+            chunk_records=_positive(opts, "chunkRecords") or DEFAULT_CHUNK_RECORDS,
+            chunk_bytes=_positive(opts, "chunkBytes") or DEFAULT_CHUNK_BYTES,
+        )
+
+
+def manifest_key(roots: Sequence[str], rolled_only: bool) -> str:
+    """16 hex digits naming the default manifest of these roots and ``rolledOnly``.
+
+    ``rolledOnly`` is part of it: a manifest that listed active segments for one query must not
+    hand them to another that is meant to wait for the roll.
+    """
+    key = json.dumps({"roots": sorted(roots), "rolledOnly": rolled_only})
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def _roots(opts: Mapping[str, str]) -> tuple[str, ...]:
+    raw: list[str] = []
+    paths = (opts.get("paths") or "").strip()
+    if paths.startswith("["):
+        try:
+            raw.extend(str(p) for p in json.loads(paths))
+        except ValueError:
+            raise ConfigError(f"option paths: not a JSON array of strings: {paths}") from None
+    else:
+        raw.extend(paths.split(","))
+    raw.append(opts.get("path") or "")
+    roots = tuple(dict.fromkeys(os.path.abspath(p.strip()) for p in raw if p.strip()))
+    if not roots:
+        raise ConfigError(
+            f"{NAME}: no source root; set option paths (comma-separated) or call load(path)"
+        )
+    return roots
+
+
+def _bool(opts: Mapping[str, str], name: str, default: bool) -> bool:
+    value = opts.get(name.lower())
+    if value is None:
+        return default
+    if value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ConfigError(f"option {name}: {value!r} is not allowed (true or false)")
+
+
+def _positive(opts: Mapping[str, str], name: str) -> int | None:
+    value = opts.get(name.lower())
+    if value is None or not value.strip():
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise ConfigError(f"option {name}: {value!r} is not allowed (a positive integer)")
+    return number
+
+
+# --- partitions and reading -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SegmentPartition(InputPartition):
+    """One segment to read: a Spark task."""
+
+    seq: int
+    topic: str
+    partition: int
+    base_offset: int
+    path: str
+    size: int
+
+    @classmethod
+    def of(cls, entry: ManifestEntry) -> SegmentPartition:
+        return cls(
+            entry.seq, entry.topic, entry.partition, entry.base_offset, entry.path, entry.size
+        )
+
+
+def read_segment(
+    part: SegmentPartition, *, chunk_records: int, chunk_bytes: int
+) -> Iterator[pa.RecordBatch]:
+    """The records of one segment as Arrow batches, then its summary row.
+
+    Corruption and a vanished file end up in the summary row's ``error``; other I/O errors
+    raise, so Spark retries the task instead of recording a transient failure for good.
+    """
+    decoded = 0
+    failure: CorruptBatchError | None = None
+    try:
+        for batch in decode_segment(
+            part.path,
+            part.topic,
+            part.partition,
+            chunk_records=chunk_records,
+            chunk_bytes=chunk_bytes,
+        ):
+            decoded += batch.num_rows
+            yield _records(batch, part.path)
+    except CorruptBatchError as e:
+        failure = e
+    except FileNotFoundError:
+        yield _summary(part, -1, 0, _gone(part))
+        return
+    try:
+        valid = (failure.position or 0) if failure else os.path.getsize(part.path)
+        last = last_offset(part.path, valid)
+    except FileNotFoundError:
+        yield _summary(part, -1, 0, _gone(part))
+        return
+    yield _summary(part, last, valid, _describe(failure, part.path) if failure else None)
+
+
+def _gone(part: SegmentPartition) -> str:
+    return f"{part.path}: segment file not found (deleted after discovery)"
+
+
+def _describe(e: CorruptBatchError, path: str) -> str:
+    """One line naming the file, the bad batch's position and base offset, and why."""
+    base = "unknown" if e.base_offset is None else str(e.base_offset)
+    position = "unknown" if e.position is None else str(e.position)
+    reason = " ".join(str(e.reason).split())
+    return f"{e.file or path}: corrupt batch at position {position}, base offset {base}: {reason}"
+
+
+def _records(batch: pa.RecordBatch, path: str) -> pa.RecordBatch:
+    n = batch.num_rows
+    columns = [*batch.columns]
+    columns += [
+        pa.repeat(pa.scalar(path, pa.string()), n),
+        pa.repeat(pa.scalar(False), n),
+        pa.nulls(n, pa.int64()),
+        pa.nulls(n, pa.string()),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=_arrow_schema())
+
+
+def _summary(
+    part: SegmentPartition, last: int, valid_bytes: int, error: str | None
+) -> pa.RecordBatch:
+    row: dict[str, Any] = {
+        "key": None,
+        "value": None,
+        "topic": part.topic,
+        "partition": part.partition,
+        "offset": last,
+        "timestamp": 0,
+        "timestampType": -1,
+        "headers": [],
+        "attributes": 0,
+        "producer_id": -1,
+        "producer_epoch": -1,
+        "base_sequence": -1,
+        "is_transactional": False,
+        "is_control": False,
+        "delete_horizon": None,
+        "batch_base_offset": part.base_offset,
+        "batch_last_offset": last,
+        "magic": -1,
+        "compression": -1,
+        "segment": part.path,
+        "segment_end": True,
+        "segment_bytes": valid_bytes,
+        "error": error,
+    }
+    return pa.RecordBatch.from_pylist([row], schema=_arrow_schema())
+
+
+# --- readers --------------------------------------------------------------------------------
+
+
+def _check_schema(schema: StructType) -> None:
+    if schema != SPARK_SCHEMA:
+        raise ConfigError(
+            f"{NAME} has a fixed schema and cannot read with a user-specified one: "
+            f"{SPARK_SCHEMA.simpleString()}"
+        )
+
+
+class KafkaSegmentsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches of whole segments, numbered by the manifest.
+
+    ``latestOffset`` runs discovery on the driver and appends what is new to the manifest;
+    ``partitions`` turns the seq range into one input partition per segment.
+    """
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self.manifest = Manifest(options.manifest)
+        # Set by Trigger.AvailableNow: the last seq this run may hand out.
+        self.target: int | None = None
+
+    def initialOffset(self) -> dict[str, Any]:
+        return offset_of(0)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        n = self.options.max_segments_per_trigger
+        return ReadAllAvailable() if n is None else ReadMaxFiles(n)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.manifest.discover(self.options.roots, rolled_only=self.options.rolled_only)
+        self.target = self.manifest.latest_seq
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        if self.target is None:
+            self.manifest.discover(self.options.roots, rolled_only=self.options.rolled_only)
+            available = self.manifest.latest_seq
+        else:
+            available = self.target  # segments found after the run started wait for the next
+        start_seq = self.manifest.check(start)
+        end = max(start_seq, self._admit(start_seq, available, limit))
+        return offset_of(end, self.manifest.id)
+
+    def _admit(self, start: int, available: int, limit: ReadLimit) -> int:
+        if isinstance(limit, ReadMaxFiles):
+            return min(available, start + max(limit.max_files, 1))
+        if isinstance(limit, ReadMaxBytes):
+            end, total = start, 0
+            for entry in self.manifest.between(start, available):
+                if end > start and total + entry.size > limit.max_bytes:
+                    break
+                end, total = entry.seq, total + entry.size
+            return end
+        # ReadAllAvailable; row-based limits cannot be known before decoding: read all.
+        return available
+
+    def reportLatestOffset(self) -> dict[str, Any]:
+        self.manifest.refresh()
+        return offset_of(self.manifest.latest_seq, self.manifest.id)
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[SegmentPartition]:
+        entries = self.manifest.between(self.manifest.check(start), self.manifest.check(end))
+        return [SegmentPartition.of(e) for e in entries]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, SegmentPartition), partition
+        return read_segment(
+            partition,
+            chunk_records=self.options.chunk_records,
+            chunk_bytes=self.options.chunk_bytes,
+        )
+
+    def commit(self, end: dict[str, Any]) -> None:
+        pass  # the manifest is append-only; Spark's checkpoint holds progress
+
+
+class KafkaSegmentsBatchReader(DataSourceReader):
+    """A one-off read of every eligible segment; no manifest is written."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+
+    def partitions(self) -> list[InputPartition]:
+        found = discover(self.options.roots, rolled_only=self.options.rolled_only)
+        return [
+            SegmentPartition(i, s.topic, s.partition, s.base_offset, s.path, s.size)
+            for i, s in enumerate(found, start=1)
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, SegmentPartition):
+            return iter(())  # Spark's placeholder partition when nothing was found
+        return read_segment(
+            partition,
+            chunk_records=self.options.chunk_records,
+            chunk_bytes=self.options.chunk_bytes,
+        )
+
+
+class KafkaSegmentsDataSource(DataSource):
+    """``spark.readStream.format("kafka-segments")``; see the module docstring for options."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> StructType:
+        return SPARK_SCHEMA
+
+    def streamReader(self, schema: StructType) -> KafkaSegmentsStreamReader:
+        _check_schema(schema)
+        return KafkaSegmentsStreamReader(SourceOptions.from_options(self.options))
+
+    def reader(self, schema: StructType) -> KafkaSegmentsBatchReader:
+        _check_schema(schema)
+        return KafkaSegmentsBatchReader(SourceOptions.from_options(self.options))
+
+
+def register(spark: SparkSession) -> None:
+    """Make ``format("kafka-segments")`` available in ``spark``."""
+    spark.dataSource.register(KafkaSegmentsDataSource)

@@ -1,0 +1,497 @@
+"""The ``kafka-segments`` source: records as Spark's Kafka source names them, one summary row per
+segment, rolled-only discovery, restarts from the checkpoint and corrupt segments."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import Row, SparkSession
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from segcompact.errors import ConfigError
+from segcompact.format.attributes import Compression
+from segcompact.format.attributes import TimestampType as KafkaTimestampType
+from segcompact.format.batch import CRC_OFFSET, build_batch
+from segcompact.format.record import Record
+from segcompact.format.writer import SegmentWriter
+from segcompact.segments import Manifest
+from segcompact.spark.source import (
+    SPARK_SCHEMA,
+    SegmentPartition,
+    SourceOptions,
+    manifest_key,
+    read_segment,
+    register,
+)
+
+pytestmark = pytest.mark.spark
+
+# The columns of Spark's own Kafka source (KafkaRecordToRowConverter.kafkaSchema(true)).
+KAFKA_SOURCE_SCHEMA = StructType(
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+        StructField(
+            "headers",
+            ArrayType(
+                StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+            ),
+        ),
+    ]
+)
+
+
+LOG_APPEND_MS = 1_800_000_000_000
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _registered(spark: SparkSession) -> None:
+    register(spark)
+
+
+# --- writing segments -----------------------------------------------------------------------
+
+
+def _records(first: int, count: int, tag: str = "v") -> list[Record]:
+    return [
+        Record(
+            first + i,
+            1_700_000_000_000 + first + i,
+            b"key-%d" % (i % 3),
+            None if i == 1 else f"{tag}-{first + i}".encode(),
+            (("trace", b"t%d" % i), ("h", None)) if i % 2 == 0 else (),
+        )
+        for i in range(count)
+    ]
+
+
+def _segment(root: Path, topic: str, partition: int, base: int, *batches: bytes) -> Path:
+    directory = root / f"{topic}-{partition}"
+    directory.mkdir(parents=True, exist_ok=True)
+    with SegmentWriter(directory, base) as writer:
+        for batch in batches:
+            writer.append(batch)
+    return Path(writer.log_path)
+
+
+def _short(path: str) -> str:
+    return "/".join(Path(path).parts[-2:])
+
+
+def _ts(ms: int) -> datetime:
+    # The session renders timestamps in UTC (see segcompact.spark.session) as naive datetimes.
+    return datetime.fromtimestamp(ms / 1000, UTC).replace(tzinfo=None)
+
+
+def _by_offset(rows: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return sorted(rows, key=lambda row: row[4])
+
+
+def _kafka_row(topic: str, partition: int, r: Record, ts_type: int = 0) -> tuple[Any, ...]:
+    headers = [Row(key=k, value=v) for k, v in r.headers]
+    return (r.key, r.value, topic, partition, r.offset, _ts(r.timestamp), ts_type, headers)
+
+
+# --- running the stream ---------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    batches: list[tuple[int, int]] = field(default_factory=list)  # (batch id, rows)
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def records(self) -> list[Row]:
+        return [r for r in self.rows if not r.segment_end]
+
+    @property
+    def summaries(self) -> dict[str, Row]:
+        """Summary rows by ``<topic>-<partition>/<file>``."""
+        return {_short(r.segment): r for r in self.rows if r.segment_end}
+
+    def kafka_rows(self, topic: str, partition: int) -> list[tuple[Any, ...]]:
+        return _by_offset(
+            tuple(r[f.name] for f in KAFKA_SOURCE_SCHEMA.fields)
+            for r in self.records
+            if (r.topic, r.partition) == (topic, partition)
+        )
+
+
+def _available_now(spark: SparkSession, root: Path, checkpoint: Path, **options: str) -> Run:
+    run = Run()
+
+    def collect(df: Any, batch_id: int) -> None:
+        rows = df.collect()
+        run.batches.append((batch_id, len(rows)))
+        run.rows.extend(rows)
+
+    reader = spark.readStream.format("kafka-segments")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    query = (
+        reader.load(str(root))
+        .writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        query.awaitTermination(300)
+    finally:
+        query.stop()
+    return run
+
+
+def _layout(tmp_path: Path) -> tuple[Path, dict[str, list[Record]]]:
+    """orders-0: segments 0, 10 (rolled) and 20 (active); pay-ments-3: 0 (rolled), 5 (active)."""
+    root = tmp_path / "logs"
+    written = {
+        "orders-0/0": _records(0, 5),
+        "orders-0/10": _records(10, 4),
+        "orders-0/20": _records(20, 3),
+        "pay-ments-3/0": _records(0, 3, "p"),
+        "pay-ments-3/5": _records(5, 2, "p"),
+    }
+    # Segment 0 ends with an empty batch (offsets 5..9), as Kafka's cleaner leaves them.
+    _segment(
+        root,
+        "orders",
+        0,
+        0,
+        build_batch(written["orders-0/0"][:2]),
+        build_batch(written["orders-0/0"][2:], compression=Compression.GZIP),
+        build_batch([], base_offset=5, last_offset=9),
+    )
+    _segment(
+        root,
+        "orders",
+        0,
+        10,
+        build_batch(
+            written["orders-0/10"],
+            timestamp_type=KafkaTimestampType.LOG_APPEND_TIME,
+            max_timestamp=LOG_APPEND_MS,
+        ),
+    )
+    _segment(root, "orders", 0, 20, build_batch(written["orders-0/20"]))
+    _segment(root, "pay-ments", 3, 0, build_batch(written["pay-ments-3/0"]))
+    _segment(root, "pay-ments", 3, 5, build_batch(written["pay-ments-3/5"]))
+    return root, written
+
+
+def _manifest(tmp_path: Path) -> dict[str, str]:
+    return {"manifest": str(tmp_path / "manifest")}
+
+
+# --- tests ----------------------------------------------------------------------------------
+
+
+def test_schema_shares_the_kafka_source_columns(spark: SparkSession, tmp_path: Path) -> None:
+    root, _ = _layout(tmp_path)
+    df = spark.readStream.format("kafka-segments").load(str(root))
+    assert df.isStreaming
+    assert df.schema == SPARK_SCHEMA
+    for kafka_field in KAFKA_SOURCE_SCHEMA.fields:
+        assert df.schema[kafka_field.name].dataType == kafka_field.dataType, kafka_field.name
+    assert df.columns == [
+        *KAFKA_SOURCE_SCHEMA.fieldNames(),
+        "attributes",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "is_transactional",
+        "is_control",
+        "delete_horizon",
+        "batch_base_offset",
+        "batch_last_offset",
+        "magic",
+        "compression",
+        "segment",
+        "segment_end",
+        "segment_bytes",
+        "error",
+    ]
+
+
+def test_available_now_reads_rolled_segments_as_kafka_rows(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    root, written = _layout(tmp_path)
+
+    run = _available_now(spark, root, tmp_path / "checkpoint", **_manifest(tmp_path))
+
+    assert len(run.batches) == 1
+    assert run.kafka_rows("orders", 0) == _by_offset(
+        [_kafka_row("orders", 0, r) for r in written["orders-0/0"]]
+        + [
+            # LogAppendTime: every record carries the batch's max timestamp.
+            _kafka_row("orders", 0, Record(r.offset, LOG_APPEND_MS, r.key, r.value, r.headers), 1)
+            for r in written["orders-0/10"]
+        ]
+    )
+    assert run.kafka_rows("pay-ments", 3) == _by_offset(
+        _kafka_row("pay-ments", 3, r) for r in written["pay-ments-3/0"]
+    )
+    assert {(r.segment_end, r.segment_bytes, r.error) for r in run.records} == {(False, None, None)}
+    assert {os.path.basename(r.segment) for r in run.records} == {
+        f"{0:020d}.log",
+        f"{10:020d}.log",
+    }
+
+
+def test_one_summary_row_per_segment_after_its_records(spark: SparkSession, tmp_path: Path) -> None:
+    root, _ = _layout(tmp_path)
+
+    run = _available_now(spark, root, tmp_path / "checkpoint", **_manifest(tmp_path))
+
+    summaries = {(r.topic, r.partition, r.batch_base_offset): r for r in run.rows if r.segment_end}
+    assert sorted(summaries) == [("orders", 0, 0), ("orders", 0, 10), ("pay-ments", 3, 0)]
+    first = summaries[("orders", 0, 0)]
+    assert first.offset == first.batch_last_offset == 9  # the trailing empty batch counts
+    assert summaries[("orders", 0, 10)].offset == 13
+    assert summaries[("pay-ments", 3, 0)].offset == 2
+    for row in summaries.values():
+        assert row.segment_bytes == os.path.getsize(row.segment)
+        assert row.error is None
+        assert row.key is None and row.value is None and row.headers == []
+        assert row.timestamp == datetime(1970, 1, 1)
+    # Within a segment's task the summary comes last.
+    by_segment: dict[str, list[Row]] = {}
+    for row in run.rows:
+        by_segment.setdefault(row.segment, []).append(row)
+    for rows in by_segment.values():
+        assert [r.segment_end for r in rows] == [False] * (len(rows) - 1) + [True]
+
+
+def test_rolled_only_false_reads_the_active_segments_too(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    root, written = _layout(tmp_path)
+
+    run = _available_now(
+        spark, root, tmp_path / "checkpoint", rolledOnly="false", **_manifest(tmp_path)
+    )
+
+    assert len(run.summaries) == 5
+    assert run.kafka_rows("pay-ments", 3) == _by_offset(
+        _kafka_row("pay-ments", 3, r) for r in written["pay-ments-3/0"] + written["pay-ments-3/5"]
+    )
+
+
+def test_a_restart_reads_only_what_is_new(spark: SparkSession, tmp_path: Path) -> None:
+    root, written = _layout(tmp_path)
+    checkpoint, options = tmp_path / "checkpoint", _manifest(tmp_path)
+    first = _available_now(spark, root, checkpoint, **options)
+    assert len(first.summaries) == 3
+
+    nothing = _available_now(spark, root, checkpoint, **options)
+    assert nothing.batches == []
+
+    new = _records(30, 2)
+    _segment(root, "orders", 0, 30, build_batch(new))  # rolls orders-0: 20 becomes eligible
+    second = _available_now(spark, root, checkpoint, **options)
+
+    assert list(second.summaries) == [f"orders-0/{20:020d}.log"]
+    assert second.kafka_rows("orders", 0) == _by_offset(
+        _kafka_row("orders", 0, r) for r in written["orders-0/20"]
+    )
+    assert [b for b, _ in second.batches] == [1]  # batch ids continue from the checkpoint
+
+
+def test_max_segments_per_trigger_splits_an_available_now_run(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    root, _ = _layout(tmp_path)
+
+    run = _available_now(
+        spark,
+        root,
+        tmp_path / "checkpoint",
+        rolledOnly="false",
+        maxSegmentsPerTrigger="2",
+        **_manifest(tmp_path),
+    )
+
+    assert [b for b, _ in run.batches] == [0, 1, 2]
+    summaries_per_batch = [rows for _, rows in run.batches]
+    assert sum(summaries_per_batch) == len(run.rows)
+    assert len(run.summaries) == 5
+
+
+def _corrupt_crc(batch: bytes) -> bytes:
+    data = bytearray(batch)
+    struct.pack_into(">I", data, CRC_OFFSET, 0x12345678)
+    return bytes(data)
+
+
+def test_a_corrupt_segment_keeps_its_good_records_and_reports_the_error(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    root = tmp_path / "logs"
+    good, bad = _records(0, 5), _records(5, 3)
+    first = build_batch(good)
+    path = _segment(root, "orders", 0, 0, first, _corrupt_crc(build_batch(bad)))
+    _segment(root, "orders", 1, 0, build_batch(_records(0, 4, "x")), build_batch(_records(4, 4)))
+
+    run = _available_now(
+        spark, root, tmp_path / "checkpoint", rolledOnly="false", **_manifest(tmp_path)
+    )
+
+    assert run.kafka_rows("orders", 0) == [_kafka_row("orders", 0, r) for r in good]
+    assert len(run.kafka_rows("orders", 1)) == 8
+    summary = next(r for r in run.rows if r.segment_end and r.partition == 0)
+    assert summary.offset == 4
+    assert summary.segment_bytes == len(first)
+    assert summary.error == (
+        f"{path}: corrupt batch at position {len(first)}, base offset 5: "
+        "CRC mismatch: stored 0x12345678"
+    )
+    other = next(r for r in run.rows if r.segment_end and r.partition == 1)
+    assert (other.offset, other.error) == (7, None)
+
+
+def test_a_deleted_segment_is_reported_not_fatal(spark: SparkSession, tmp_path: Path) -> None:
+    root = tmp_path / "logs"
+    gone = _segment(root, "t", 0, 0, build_batch(_records(0, 2)))
+    _segment(root, "t", 0, 2, build_batch(_records(2, 2)))
+    _segment(root, "t", 0, 4, build_batch(_records(4, 2)))
+    options = _manifest(tmp_path)
+    # Numbered by an earlier discovery, then removed (retention) before any query read it.
+    Manifest(options["manifest"]).discover([str(root)])
+    gone.unlink()
+
+    run = _available_now(spark, root, tmp_path / "checkpoint", **options)
+
+    assert [r.offset for r in run.records] == [2, 3]
+    summary = run.summaries[_short(str(gone))]
+    assert summary.error == f"{gone}: segment file not found (deleted after discovery)"
+    assert (summary.offset, summary.segment_bytes) == (-1, 0)
+
+
+def test_a_lost_manifest_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    root, _ = _layout(tmp_path)
+    checkpoint, options = tmp_path / "checkpoint", _manifest(tmp_path)
+    _available_now(spark, root, checkpoint, **options)
+
+    shutil.rmtree(options["manifest"])
+    with pytest.raises(StreamingQueryException, match="deleted, replaced or moved"):
+        _available_now(spark, root, checkpoint, **options)
+
+
+def test_batch_read(spark: SparkSession, tmp_path: Path) -> None:
+    root, _ = _layout(tmp_path)
+
+    df = spark.read.format("kafka-segments").option("paths", str(root)).load()
+
+    assert not df.isStreaming
+    rows = df.collect()
+    assert sum(1 for r in rows if r.segment_end) == 3
+    assert sum(1 for r in rows if not r.segment_end) == 5 + 4 + 3
+    assert not (tmp_path / "manifest").exists()
+
+
+def test_batch_read_of_nothing(spark: SparkSession, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    assert spark.read.format("kafka-segments").load(str(tmp_path / "empty")).count() == 0
+
+
+# --- options (no query) ---------------------------------------------------------------------
+
+
+def test_options_parse_paths_and_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    opts = SourceOptions.from_options({"paths": "b, a ,", "path": "c"})
+    roots = tuple(str(tmp_path / p) for p in ("b", "a", "c"))
+    assert opts.roots == roots
+    assert opts.rolled_only is True
+    assert opts.max_segments_per_trigger is None
+    assert opts.manifest == str(
+        tmp_path / "checkpoints" / "kafka-segments" / manifest_key(roots, True)
+    )
+    assert manifest_key(roots, True) == manifest_key(roots[::-1], True)
+    assert manifest_key(roots, True) != manifest_key(roots, False)
+
+    # load([...]) passes a JSON array; option names are case-insensitive.
+    opts = SourceOptions.from_options(
+        {"paths": '["/x", "/y"]', "ROLLEDONLY": "False", "maxsegmentspertrigger": "7"}
+    )
+    assert (opts.roots, opts.rolled_only, opts.max_segments_per_trigger) == (("/x", "/y"), False, 7)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({}, "no source root"),
+        ({"path": "/x", "rolledOnly": "yes"}, r"option rolledOnly: 'yes' is not allowed"),
+        ({"path": "/x", "maxSegmentsPerTrigger": "0"}, "a positive integer"),
+        ({"path": "/x", "maxSegmentsPerTrigger": "many"}, "a positive integer"),
+        ({"paths": "[oops"}, "not a JSON array"),
+    ],
+)
+def test_bad_options_are_rejected(options: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        SourceOptions.from_options(options)
+
+
+def test_a_bad_option_fails_the_query_with_its_message(spark: SparkSession, tmp_path: Path) -> None:
+    df = spark.readStream.format("kafka-segments").option("rolledOnly", "maybe").load(str(tmp_path))
+    with pytest.raises(StreamingQueryException, match=r"option rolledOnly: 'maybe' is not allowed"):
+        _start_and_wait(df, tmp_path)
+
+
+def _start_and_wait(df: Any, tmp_path: Path) -> None:
+    query = (
+        df.writeStream.format("memory")
+        .queryName("bad_option")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        query.awaitTermination(300)
+    finally:
+        query.stop()
+
+
+# --- reading one segment (no query) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("chunk_records", [1, 3, 7, 1000])
+def test_every_good_record_before_a_corrupt_batch_is_read_whatever_the_chunking(
+    tmp_path: Path, chunk_records: int
+) -> None:
+    batches = [build_batch(_records(i * 5, 5)) for i in range(6)]
+    path = _segment(tmp_path, "t", 0, 0, *batches, _corrupt_crc(build_batch(_records(30, 2))))
+    part = SegmentPartition(1, "t", 0, 0, str(path), os.path.getsize(path))
+
+    out = list(read_segment(part, chunk_records=chunk_records, chunk_bytes=1 << 20))
+
+    offsets = [o for b in out[:-1] for o in b.column("offset").to_pylist()]
+    assert offsets == list(range(30))
+    (summary,) = out[-1].to_pylist()
+    assert summary["segment_end"] and summary["offset"] == 29
+    assert summary["segment_bytes"] == sum(len(b) for b in batches)
+    assert "base offset 30: CRC mismatch" in summary["error"]
