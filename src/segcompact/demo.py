@@ -1,67 +1,84 @@
-"""``segcompact demo``: sample segments in Kafka's log-dir layout, and what segcompact reads.
-
-Until the streaming job lands, the demo writes segments for a few topics (every codec, updates,
-tombstones, headers) and dumps one of them.
-"""
+"""``segcompact demo``: sample segments, a config, one full run, and what it compacted."""
 
 from __future__ import annotations
 
-import os
+import random
+import shutil
+from pathlib import Path
 from typing import TextIO
 
-from segcompact.dump import dump
+from segcompact.config import load_config
 from segcompact.format.attributes import Compression
-from segcompact.format.batch import build_batch
-from segcompact.format.record import Record
-from segcompact.format.writer import SegmentWriter
+from segcompact.samples import generate_partition
 
+# topic: (strategy, tombstone mode, codec, transactions)
 DEMO_TOPICS = {
-    "orders": Compression.LZ4,
-    "users": Compression.ZSTD,
-    "payments": Compression.SNAPPY,
-    "events": Compression.GZIP,
-    "audit": Compression.NONE,
+    "orders": ("timestamp", "null-value", Compression.LZ4, False),
+    "users": ("offset", "null-value", Compression.ZSTD, False),
+    "inventory": ("header", "null-value", Compression.SNAPPY, False),
+    "sessions": ("offset", "header", Compression.GZIP, False),
+    "payments": ("offset", "null-value", Compression.NONE, True),
 }
-_BASE_TS = 1_700_000_000_000
+PARTITIONS = 2
 
 
-def sample_records(topic: str, count: int, keys: int) -> list[Record]:
-    """Updates cycling over ``keys`` keys; every seventh record deletes its key."""
-    records = []
-    for i in range(count):
-        key = f"{topic}-key-{i % keys}".encode()
-        value = None if i % 7 == 6 else f'{{"n": {i}, "topic": "{topic}"}}'.encode()
-        headers = (("source", b"demo"),) if i % 3 == 0 else ()
-        records.append(Record(i, _BASE_TS + i * 1000, key, value, headers))
-    return records
-
-
-def write_sample_log(
-    root: str, *, count: int = 200, keys: int = 40, per_batch: int = 25
-) -> list[str]:
-    """Write one partition per demo topic as two rolled segments; return the .log paths."""
-    paths = []
-    for topic, codec in DEMO_TOPICS.items():
-        directory = os.path.join(root, f"{topic}-0")
-        os.makedirs(directory, exist_ok=True)
-        records = sample_records(topic, count, keys)
-        half = count // 2
-        for start, stop in ((0, half), (half, count)):
-            with SegmentWriter(directory, start) as writer:
-                for i in range(start, stop, per_batch):
-                    writer.append(
-                        build_batch(records[i : min(i + per_batch, stop)], compression=codec)
-                    )
-            paths.append(writer.log_path)
-    return paths
+def write_demo(workdir: Path, *, seed: int = 42) -> Path:
+    """Sample log dirs and a config under ``workdir``; return the config's path."""
+    rnd = random.Random(seed)
+    segments = workdir / "segments"
+    for topic, (_, _, codec, txn) in DEMO_TOPICS.items():
+        for p in range(PARTITIONS):
+            for seg in generate_partition(rnd, records=600, keys=40, codec=codec, transactions=txn):
+                seg.write(segments / f"{topic}-{p}")
+    lines = [
+        "# Written by `segcompact demo`.",
+        "[source]",
+        f'paths = ["{segments}"]',
+        "rolled_only = true",
+        "[state]",
+        f'table = "{workdir / "state"}"',
+        f'partitions_table = "{workdir / "partitions"}"',
+        f'pending_table = "{workdir / "pending_txn"}"',
+        f'ledger_table = "{workdir / "deletion_ledger"}"',
+        "[output]",
+        f'path = "{workdir / "compacted"}"',
+        "[stream]",
+        f'checkpoint = "{workdir / "checkpoints"}"',
+        "[defaults]",
+        '"delete.retention.ms" = 86400000',
+    ]
+    for topic, (strategy, mode, _, _) in DEMO_TOPICS.items():
+        lines += [
+            f'[topics."{topic}"]',
+            f'"compaction.strategy" = "{strategy}"',
+            f'"compaction.tombstone.mode" = "{mode}"',
+        ]
+        if strategy == "header":
+            lines.append('"compaction.strategy.header" = "v"')
+    config = workdir / "compactor.toml"
+    config.write_text("\n".join(lines) + "\n")
+    return config
 
 
 def run_demo(workdir: str, *, out: TextIO) -> None:
-    root = os.path.join(workdir, "segments")
-    if os.path.exists(root):
-        import shutil
+    from segcompact.spark.job import Compactor
+    from segcompact.spark.session import get_spark
+    from segcompact.spark.status import partition_status
 
+    root = Path(workdir).resolve()
+    if root.exists():
         shutil.rmtree(root)
-    paths = write_sample_log(root)
-    print(f"wrote {len(paths)} segments for {len(DEMO_TOPICS)} topics under {root}", file=out)
-    dump([paths[0]], deep=True, as_json=False, out=out)
+    config_path = write_demo(root)
+    config = load_config(config_path)
+    print(f"wrote sample segments and {config_path}", file=out)
+    spark = get_spark(app_name="segcompact-demo")
+    compactor = Compactor(spark, config)
+    compactor.run_once()
+    print(f"compacted into the Delta table {config.state.table}:", file=out)
+    for row in partition_status(spark, config, compactor.tables, compactor.clock.now_ms()):
+        print(
+            f"  {row['topic']}-{row['partition']}: offsets {row['log_start_offset']}.."
+            f"{row['log_end_offset']}, {row['records']} records -> {row['keys']} keys kept "
+            f"({row['tombstones_pending']} tombstones), {row['keyless_records']} keyless dropped",
+            file=out,
+        )

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
-from tests.support.logs import Segment, generate_partition
 
 from segcompact.clock import ManualClock
 from segcompact.compaction.model import ReferenceModel, StateRow, read_log_records
 from segcompact.config import CompactorConfig, load_config
 from segcompact.format.attributes import Compression
+from segcompact.samples import Segment, generate_partition
 from segcompact.spark.job import Compactor
 
 pytestmark = pytest.mark.spark

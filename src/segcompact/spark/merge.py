@@ -287,6 +287,9 @@ class BatchMerger:
             (F.max("batch_last_offset") + 1).alias("log_end_offset"),
             F.coalesce(F.sum("segment_bytes"), F.lit(0)).cast("long").alias("dirty_bytes"),
             F.count(F.when(F.col("segment_end"), 1)).cast("long").alias("segments"),
+            F.count(F.when(~F.col("segment_end") & ~F.col("is_control"), 1))
+            .cast("long")
+            .alias("records"),
             F.min(F.when(~F.col("segment_end") & ~F.col("is_control"), F.col("timestamp"))).alias(
                 "first_dirty_timestamp"
             ),
@@ -311,6 +314,7 @@ class BatchMerger:
                     ),
                     "dirty_bytes": F.col(t + "dirty_bytes") + F.col(s + "dirty_bytes"),
                     "segments": F.col(t + "segments") + F.col(s + "segments"),
+                    "records": F.col(t + "records") + F.col(s + "records"),
                     "keyless_records": F.col(t + "keyless_records") + F.col(s + "keyless_records"),
                     "bad_version_headers": F.col(t + "bad_version_headers")
                     + F.col(s + "bad_version_headers"),
@@ -337,6 +341,7 @@ class BatchMerger:
                     "dirty_bytes": F.col(s + "dirty_bytes"),
                     "clean_bytes": F.lit(0).cast("long"),
                     "segments": F.col(s + "segments"),
+                    "records": F.col(s + "records"),
                     "keyless_records": F.col(s + "keyless_records"),
                     "bad_version_headers": F.col(s + "bad_version_headers"),
                     "last_materialized_at": F.lit(None).cast("timestamp"),

@@ -43,6 +43,8 @@ _LOCAL_CONF: dict[str, str] = {
     "spark.default.parallelism": "4",
     # Delta replays its log with 50 partitions by default, which dominates small local jobs.
     "spark.databricks.delta.snapshotPartitions": "2",
+    # VACUUM lists files with this many tasks (10000 by default): minutes on a tiny table.
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "4",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.driver.memory": "1g",
@@ -78,6 +80,8 @@ def get_spark(
             # Python workers must run this interpreter (the venv), not whatever `python3` is.
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+            # Spark picks a non-loopback interface for its services unless told otherwise.
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             settings.update(_LOCAL_CONF)
     settings.update(conf or {})
     for key, value in settings.items():

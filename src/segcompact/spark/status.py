@@ -40,6 +40,7 @@ def partition_status(
                 "partition": r.partition,
                 "log_start_offset": r.log_start_offset,
                 "log_end_offset": r.log_end_offset,
+                "records": r.records,
                 "keys": r.keys or 0,
                 "dirty_bytes": r.dirty_bytes,
                 "clean_bytes": r.clean_bytes,

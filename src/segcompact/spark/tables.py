@@ -45,6 +45,7 @@ PARTITIONS_SCHEMA = T.StructType(
         T.StructField("dirty_bytes", T.LongType(), False),
         T.StructField("clean_bytes", T.LongType(), False),
         T.StructField("segments", T.LongType(), False),
+        T.StructField("records", T.LongType(), False),  # data records read (markers excluded)
         T.StructField("keyless_records", T.LongType(), False),
         T.StructField("bad_version_headers", T.LongType(), False),
         T.StructField("last_materialized_at", T.TimestampType(), True),

@@ -1,5 +1,6 @@
-"""Generated Kafka logs for compaction tests: every strategy's and tombstone mode's inputs,
-out-of-order timestamps and versions, keyless records, transactions spanning segments."""
+"""Generated Kafka logs for the demo, tests and benchmarks: inputs for every strategy and
+tombstone mode, out-of-order timestamps and versions, keyless records, transactions spanning
+segments. Seeded, so a given ``random.Random`` gives the same log every time."""
 
 from __future__ import annotations
 

@@ -1,0 +1,864 @@
+/*
+ * The compiled twin of segcompact.format.columns.PyColumnBuilder: v2 records decoded straight
+ * into Arrow-ready column buffers.
+ *
+ * Wire layout (DefaultRecord.java), inside a batch after decompression:
+ *
+ *     length: varint              bytes that follow
+ *     attributes: int8
+ *     timestampDelta: varlong     from the batch's base timestamp
+ *     offsetDelta: varint         from the batch's base offset
+ *     keyLength: varint           -1 for a null key
+ *     key: byte[]
+ *     valueLength: varint         -1 for a null value
+ *     value: byte[]
+ *     headersCount: varint
+ *     Header: headerKeyLength varint, headerKey utf-8, headerValueLength varint (-1 null), value
+ *
+ * The decoding rules and error messages are those of record.iter_records; tests compare the two
+ * builders on the same inputs, corrupt ones included. Two deliberate differences, both on input
+ * the Python builder cannot store either (it raises OverflowError from array.append there):
+ * a varlong whose value does not fit in 64 bits, and an offset or timestamp that overflows int64
+ * once its delta is added, are rejected here with ValueError (once the rest of the batch has
+ * decoded, so corruption is reported first, as iter_records does).
+ *
+ * Memory: every buffer grows geometrically; nothing is sized from a claimed count or length
+ * before that claim has been checked against the payload bytes that remain. An append that
+ * fails (corrupt data, no memory) truncates every buffer back to where it was, so earlier
+ * appends stay intact. finish() copies the columns out once and keeps the capacity for the
+ * next chunk; dealloc frees it. The decode loop runs without the GIL for payloads of some size; a
+ * `busy` flag makes concurrent use of one builder from two threads an error, not a race.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <string.h>
+
+#define MIN_RECORD_SIZE 7
+#define INT_MAX_BYTES 5
+#define LONG_MAX_BYTES 10
+/* Below this many payload bytes the decode is too short to be worth dropping the GIL. */
+#define NOGIL_THRESHOLD 4096
+
+#if defined(__GNUC__) || defined(__clang__)
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define LIKELY(x) (x)
+#define UNLIKELY(x) (x)
+#endif
+
+/* ---------------------------------------------------------------------------------------- */
+/* Growable byte buffers.                                                                     */
+
+typedef struct {
+    char *data;
+    size_t len;
+    size_t cap;
+} Buf;
+
+/* The columns, in ColumnBuffers order. Offset columns are stored without their leading 0,
+ * which finish() prepends; that keeps a fresh builder free of allocations. */
+enum {
+    B_OFFSET,         /* int64 per record */
+    B_TIMESTAMP,      /* int64 per record */
+    B_ATTRIBUTES,     /* int8 per record */
+    B_BATCH,          /* int32 per record */
+    B_KEY_OFFSETS,    /* int32 per record */
+    B_KEY_DATA,
+    B_KEY_VALID,      /* one byte per record */
+    B_VALUE_OFFSETS,
+    B_VALUE_DATA,
+    B_VALUE_VALID,
+    B_HEADER_OFFSETS, /* int32 per record: headers so far */
+    B_HKEY_OFFSETS,   /* int32 per header */
+    B_HKEY_DATA,
+    B_HVALUE_OFFSETS,
+    B_HVALUE_DATA,
+    B_HVALUE_VALID,
+    NBUF
+};
+
+static int
+buf_grow(Buf *b, size_t extra)
+{
+    size_t need, cap;
+    char *p;
+    if (extra > SIZE_MAX - b->len)
+        return -1;
+    need = b->len + extra;
+    cap = b->cap ? b->cap : 256;
+    while (cap < need) {
+        if (cap > SIZE_MAX / 2) {
+            cap = need;
+            break;
+        }
+        cap *= 2;
+    }
+    p = PyMem_RawRealloc(b->data, cap); /* callable without the GIL */
+    if (p == NULL)
+        return -1;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+static inline int
+buf_reserve(Buf *b, size_t extra)
+{
+    if (LIKELY(b->cap - b->len >= extra))
+        return 0;
+    return buf_grow(b, extra);
+}
+
+/* Callers have reserved room. */
+static inline void
+put_i64(Buf *b, int64_t v)
+{
+    memcpy(b->data + b->len, &v, 8); /* host order: little-endian on every supported target */
+    b->len += 8;
+}
+
+static inline void
+put_i32(Buf *b, int32_t v)
+{
+    memcpy(b->data + b->len, &v, 4);
+    b->len += 4;
+}
+
+static inline void
+put_u8(Buf *b, uint8_t v)
+{
+    b->data[b->len++] = (char)v;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Errors, recorded without the GIL and raised with it.                                      */
+
+enum {
+    E_NONE,
+    E_NOMEM,
+    E_COLUMN_FULL,     /* a column past Arrow's int32 offsets */
+    E_VARINT_PAST,     /* a = position */
+    E_VARINT_LONG,     /* a = max bytes, b = position */
+    E_VARINT_RANGE,    /* a = value */
+    E_VARLONG_RANGE,   /* a = position */
+    E_RECORD_LENGTH,   /* a = record, b = length, c = bytes left */
+    E_LENGTH_NEGATIVE, /* what, b = length */
+    E_LENGTH_PAST,     /* what, b = length, c = bytes left */
+    E_HEADER_COUNT,    /* a = record, b = count, c = bytes left */
+    E_HEADER_KEY_NULL,
+    E_RECORD_TRAILING, /* a = record, b = bytes */
+    E_BATCH_TRAILING,  /* a = bytes, b = count */
+    E_OFFSET_OVERFLOW, /* a = record, b = base, c = delta */
+    E_TIME_OVERFLOW,   /* a = record, b = base, c = delta */
+};
+
+typedef struct {
+    int code;
+    const char *what;
+    int64_t a, b, c;
+} DecodeError;
+
+static void
+raise_error(const DecodeError *e)
+{
+    long long a = (long long)e->a, b = (long long)e->b, c = (long long)e->c;
+    switch (e->code) {
+    case E_NOMEM:
+        PyErr_NoMemory();
+        break;
+    case E_COLUMN_FULL:
+        PyErr_SetString(PyExc_OverflowError,
+                        "column builder holds more than 2 GiB in one column; finish() sooner");
+        break;
+    case E_VARINT_PAST:
+        PyErr_Format(PyExc_ValueError, "varint runs past the end of the data at byte %lld", a);
+        break;
+    case E_VARINT_LONG:
+        PyErr_Format(PyExc_ValueError, "varint longer than %lld bytes at byte %lld", a, b);
+        break;
+    case E_VARINT_RANGE:
+        PyErr_Format(PyExc_ValueError, "varint value %lld does not fit in 32 bits", a);
+        break;
+    case E_VARLONG_RANGE:
+        PyErr_Format(PyExc_ValueError, "varlong at byte %lld does not fit in 64 bits", a);
+        break;
+    case E_RECORD_LENGTH:
+        PyErr_Format(PyExc_ValueError, "record %lld claims %lld bytes; %lld remain in the batch",
+                     a, b, c);
+        break;
+    case E_LENGTH_NEGATIVE:
+        PyErr_Format(PyExc_ValueError, "%s length %lld is negative", e->what, b);
+        break;
+    case E_LENGTH_PAST:
+        PyErr_Format(PyExc_ValueError, "%s of %lld bytes runs past its record (%lld left)",
+                     e->what, b, c);
+        break;
+    case E_HEADER_COUNT:
+        PyErr_Format(PyExc_ValueError, "record %lld claims %lld headers in %lld bytes", a, b, c);
+        break;
+    case E_HEADER_KEY_NULL:
+        PyErr_SetString(PyExc_ValueError, "header key is null");
+        break;
+    case E_RECORD_TRAILING:
+        PyErr_Format(PyExc_ValueError, "record %lld has %lld bytes past its last field", a, b);
+        break;
+    case E_BATCH_TRAILING:
+        PyErr_Format(PyExc_ValueError,
+                     "%lld bytes remain after the %lld records the batch declares", a, b);
+        break;
+    case E_OFFSET_OVERFLOW:
+        PyErr_Format(PyExc_ValueError,
+                     "record %lld: base offset %lld + delta %lld overflows 64 bits", a, b, c);
+        break;
+    case E_TIME_OVERFLOW:
+        PyErr_Format(PyExc_ValueError,
+                     "record %lld: base timestamp %lld + delta %lld overflows 64 bits", a, b, c);
+        break;
+    default:
+        PyErr_SetString(PyExc_SystemError, "_crecords: unknown decode error");
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Varints: every read is bounded by the end of the payload, as in varint.decode_varlong.    */
+
+/* Zigzag varint of at most `max_bytes` bytes; a varint's (5) value must fit int32. A varlong's
+ * (10) tenth byte may only carry bit 63: more sets *wide, and the caller reports it once the
+ * batch has proved well-formed otherwise, as iter_records reports corruption first. */
+static inline int
+read_zigzag(const uint8_t *buf, int64_t end_all, int64_t *pos, int max_bytes,
+            int64_t *out, int *wide, DecodeError *err)
+{
+    int64_t p = *pos;
+    uint64_t raw = 0;
+    int i, shift = 0;
+    int64_t value;
+    if (LIKELY(p < end_all) && !(buf[p] & 0x80)) { /* one byte: most lengths and deltas */
+        raw = buf[p];
+        *pos = p + 1;
+        *out = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
+        return 0;
+    }
+    for (i = 0; i < max_bytes; i++) {
+        uint8_t b;
+        if (UNLIKELY(p >= end_all)) {
+            err->code = E_VARINT_PAST;
+            err->a = p;
+            return -1;
+        }
+        b = buf[p++];
+        if (shift == 63 && wide != NULL && (b & 0x7E) && !(b & 0x80))
+            *wide = 1;
+        raw |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) {
+            value = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
+            if (max_bytes == INT_MAX_BYTES && (value < INT32_MIN || value > INT32_MAX)) {
+                err->code = E_VARINT_RANGE;
+                err->a = value;
+                return -1;
+            }
+            *pos = p;
+            *out = value;
+            return 0;
+        }
+        shift += 7;
+    }
+    err->code = E_VARINT_LONG;
+    err->a = max_bytes;
+    err->b = *pos;
+    return -1;
+}
+
+#define READ_VARINT(p, out) read_zigzag(buf, end_all, (p), INT_MAX_BYTES, (out), NULL, err)
+#define READ_VARLONG(p, out, wide) \
+    read_zigzag(buf, end_all, (p), LONG_MAX_BYTES, (out), (wide), err)
+
+/* A length-prefixed field ending by `end`; *n is -1 for null. On return *pos is at its data. */
+static inline int
+read_sized(const uint8_t *buf, int64_t end_all, int64_t end, int64_t *pos,
+           int64_t *n, const char *what, DecodeError *err)
+{
+    if (READ_VARINT(pos, n))
+        return -1;
+    if (*n == -1)
+        return 0;
+    if (UNLIKELY(*n < -1)) {
+        err->code = E_LENGTH_NEGATIVE;
+        err->what = what;
+        err->b = *n;
+        return -1;
+    }
+    if (UNLIKELY(*pos + *n > end)) {
+        err->code = E_LENGTH_PAST;
+        err->what = what;
+        err->b = *n;
+        err->c = end - *pos;
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Appending binary values.                                                                  */
+
+/* One entry of a binary column: offsets and validity have room reserved by the caller. */
+static inline int
+add_binary(Buf *offsets, Buf *data, Buf *valid, const uint8_t *src, int64_t n, DecodeError *err)
+{
+    if (n < 0) {
+        put_u8(valid, 0);
+    }
+    else {
+        if (UNLIKELY((size_t)n > (size_t)INT32_MAX - data->len)) {
+            err->code = E_COLUMN_FULL;
+            return -1;
+        }
+        if (n > 0) { /* an empty column may have no buffer yet: no NULL + 0 */
+            if (UNLIKELY(buf_reserve(data, (size_t)n))) {
+                err->code = E_NOMEM;
+                return -1;
+            }
+            memcpy(data->data + data->len, src, (size_t)n);
+            data->len += (size_t)n;
+        }
+        if (valid != NULL)
+            put_u8(valid, 1);
+    }
+    put_i32(offsets, (int32_t)data->len);
+    return 0;
+}
+
+/* The bytes `s[0:n]` decode to with Python's bytes.decode("utf-8", "replace"), re-encoded:
+ * well-formed UTF-8 is copied and each maximal ill-formed subpart becomes U+FFFD (EF BF BD),
+ * which is what PyColumnBuilder stores for a header key. `out` has room for 3 * n bytes. */
+static size_t
+utf8_replace(const uint8_t *s, size_t n, uint8_t *out)
+{
+    size_t i = 0, o = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        int need;
+        uint8_t lo = 0x80, hi = 0xBF;
+        size_t j;
+        int k, ok;
+        if (c < 0x80) {
+            out[o++] = c;
+            i++;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF)
+            need = 1;
+        else if (c >= 0xE0 && c <= 0xEF) {
+            need = 2;
+            if (c == 0xE0)
+                lo = 0xA0; /* no overlong forms */
+            else if (c == 0xED)
+                hi = 0x9F; /* no surrogates */
+        }
+        else if (c >= 0xF0 && c <= 0xF4) {
+            need = 3;
+            if (c == 0xF0)
+                lo = 0x90;
+            else if (c == 0xF4)
+                hi = 0x8F; /* nothing past U+10FFFF */
+        }
+        else {
+            need = 0; /* not a start byte */
+        }
+        j = i + 1;
+        ok = need > 0;
+        for (k = 0; ok && k < need; k++) {
+            uint8_t b;
+            if (j >= n) {
+                ok = 0;
+                break;
+            }
+            b = s[j];
+            if (k == 0 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) {
+                ok = 0;
+                break;
+            }
+            j++;
+        }
+        if (ok) {
+            memcpy(out + o, s + i, j - i);
+            o += j - i;
+        }
+        else {
+            out[o++] = 0xEF;
+            out[o++] = 0xBF;
+            out[o++] = 0xBD;
+        }
+        i = j;
+    }
+    return o;
+}
+
+static inline int
+add_header_key(Buf *offsets, Buf *data, const uint8_t *src, int64_t n, DecodeError *err)
+{
+    int64_t i;
+    size_t written;
+    for (i = 0; i < n; i++) {
+        if (src[i] & 0x80)
+            break;
+    }
+    if (LIKELY(i == n)) /* ASCII, the usual case */
+        return add_binary(offsets, data, NULL, src, n, err);
+    /* n is bounded by the payload, so 3 * n cannot overflow; a replacement is 3 bytes. */
+    if (UNLIKELY(buf_reserve(data, 3 * (size_t)n))) {
+        err->code = E_NOMEM;
+        return -1;
+    }
+    written = utf8_replace(src, (size_t)n, (uint8_t *)data->data + data->len);
+    if (UNLIKELY(written > (size_t)INT32_MAX - data->len)) {
+        err->code = E_COLUMN_FULL;
+        return -1;
+    }
+    data->len += written;
+    put_i32(offsets, (int32_t)data->len);
+    return 0;
+}
+
+static inline int
+checked_add(int64_t a, int64_t b, int64_t *out)
+{
+    if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b))
+        return -1;
+    *out = a + b;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The decode loop: iter_records, writing columns instead of Record objects.                 */
+
+/* Room for `rows` more records in every column that takes a fixed size per record. */
+static int
+reserve_rows(Buf *bufs, size_t rows)
+{
+    return buf_reserve(&bufs[B_OFFSET], 8 * rows) || buf_reserve(&bufs[B_TIMESTAMP], 8 * rows) ||
+           buf_reserve(&bufs[B_ATTRIBUTES], rows) || buf_reserve(&bufs[B_BATCH], 4 * rows) ||
+           buf_reserve(&bufs[B_KEY_OFFSETS], 4 * rows) || buf_reserve(&bufs[B_KEY_VALID], rows) ||
+           buf_reserve(&bufs[B_VALUE_OFFSETS], 4 * rows) ||
+           buf_reserve(&bufs[B_VALUE_VALID], rows) ||
+           buf_reserve(&bufs[B_HEADER_OFFSETS], 4 * rows);
+}
+
+static int
+decode(Buf *bufs, const uint8_t *buf, int64_t end_all, int64_t count, int64_t base_offset,
+       int64_t base_timestamp, int32_t batch, DecodeError *err)
+{
+    int64_t pos = 0;
+    int64_t i;
+    /* A varlong past 64 bits or an absolute offset or timestamp past int64 is reported only if
+     * the batch is otherwise well-formed: iter_records reports corruption first. */
+    DecodeError overflow = {E_NONE, NULL, 0, 0, 0};
+    int64_t reserved = 0;
+    for (i = 0; i < count; i++) {
+        int64_t length, ts_delta, off_delta, key_n, value_n, n_headers, h;
+        int64_t offset = 0, timestamp = 0;
+        int64_t end, p, key_at, value_at;
+        uint8_t attributes;
+        int wide = 0;
+
+        /* Room for the fixed columns, in steps no larger than what is decoded already: a
+         * claimed count, even one checked against the payload, never sizes more than twice. */
+        if (UNLIKELY(i == reserved)) {
+            int64_t step = i > 1024 ? i : 1024;
+            if (step > count - i)
+                step = count - i;
+            if (reserve_rows(bufs, (size_t)step)) {
+                err->code = E_NOMEM;
+                return -1;
+            }
+            reserved += step;
+        }
+
+        if (READ_VARINT(&pos, &length))
+            return -1;
+        end = pos + (int64_t)length;
+        if (length < MIN_RECORD_SIZE - 1 || end > end_all) {
+            err->code = E_RECORD_LENGTH;
+            err->a = i;
+            err->b = length;
+            err->c = end_all - pos;
+            return -1;
+        }
+        attributes = buf[pos];
+        p = pos + 1;
+        if (READ_VARLONG(&p, &ts_delta, &wide) || READ_VARINT(&p, &off_delta))
+            return -1;
+        if (wide && overflow.code == E_NONE) {
+            overflow.code = E_VARLONG_RANGE;
+            overflow.a = pos + 1;
+        }
+        if (read_sized(buf, end_all, end, &p, &key_n, "key", err))
+            return -1;
+        key_at = p;
+        if (key_n > 0)
+            p += (int64_t)key_n;
+        if (read_sized(buf, end_all, end, &p, &value_n, "value", err))
+            return -1;
+        value_at = p;
+        if (value_n > 0)
+            p += (int64_t)value_n;
+        if (READ_VARINT(&p, &n_headers))
+            return -1;
+        /* Each header takes at least two bytes; (end - p) may be negative (floor division). */
+        if (n_headers < 0 || end < p || n_headers > (end - p) / 2) {
+            err->code = E_HEADER_COUNT;
+            err->a = i;
+            err->b = n_headers;
+            err->c = end - p;
+            return -1;
+        }
+        if (n_headers > INT32_MAX - (int64_t)(bufs[B_HKEY_OFFSETS].len / 4)) {
+            err->code = E_COLUMN_FULL;
+            return -1;
+        }
+        if (n_headers > 0 &&
+            (buf_reserve(&bufs[B_HKEY_OFFSETS], 4 * (size_t)n_headers) ||
+             buf_reserve(&bufs[B_HVALUE_OFFSETS], 4 * (size_t)n_headers) ||
+             buf_reserve(&bufs[B_HVALUE_VALID], (size_t)n_headers))) {
+            err->code = E_NOMEM;
+            return -1;
+        }
+        for (h = 0; h < n_headers; h++) {
+            int64_t hkey_n, hvalue_n;
+            int64_t hkey_at;
+            if (read_sized(buf, end_all, end, &p, &hkey_n, "header key", err))
+                return -1;
+            if (hkey_n < 0) {
+                err->code = E_HEADER_KEY_NULL;
+                return -1;
+            }
+            hkey_at = p;
+            p += (int64_t)hkey_n;
+            if (read_sized(buf, end_all, end, &p, &hvalue_n, "header value", err))
+                return -1;
+            if (add_header_key(&bufs[B_HKEY_OFFSETS], &bufs[B_HKEY_DATA], buf + hkey_at, hkey_n,
+                               err) ||
+                add_binary(&bufs[B_HVALUE_OFFSETS], &bufs[B_HVALUE_DATA],
+                           &bufs[B_HVALUE_VALID], buf + p, hvalue_n, err))
+                return -1;
+            if (hvalue_n > 0)
+                p += (int64_t)hvalue_n;
+        }
+        if (p != end) {
+            err->code = E_RECORD_TRAILING;
+            err->a = i;
+            err->b = end - p;
+            return -1;
+        }
+        if (checked_add(base_offset, off_delta, &offset) && overflow.code == E_NONE) {
+            overflow.code = E_OFFSET_OVERFLOW;
+            overflow.a = i;
+            overflow.b = base_offset;
+            overflow.c = off_delta;
+        }
+        if (checked_add(base_timestamp, ts_delta, &timestamp) && overflow.code == E_NONE) {
+            overflow.code = E_TIME_OVERFLOW;
+            overflow.a = i;
+            overflow.b = base_timestamp;
+            overflow.c = ts_delta;
+        }
+        put_i64(&bufs[B_OFFSET], offset);
+        put_i64(&bufs[B_TIMESTAMP], timestamp);
+        put_u8(&bufs[B_ATTRIBUTES], attributes);
+        put_i32(&bufs[B_BATCH], batch);
+        if (add_binary(&bufs[B_KEY_OFFSETS], &bufs[B_KEY_DATA], &bufs[B_KEY_VALID],
+                       buf + key_at, key_n, err) ||
+            add_binary(&bufs[B_VALUE_OFFSETS], &bufs[B_VALUE_DATA], &bufs[B_VALUE_VALID],
+                       buf + value_at, value_n, err))
+            return -1;
+        put_i32(&bufs[B_HEADER_OFFSETS], (int32_t)(bufs[B_HKEY_OFFSETS].len / 4));
+        pos = end;
+    }
+    if (pos != end_all) {
+        err->code = E_BATCH_TRAILING;
+        err->a = end_all - pos;
+        err->b = count;
+        return -1;
+    }
+    if (overflow.code != E_NONE) {
+        *err = overflow;
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The CColumnBuilder type.                                                                  */
+
+typedef struct {
+    PyObject_HEAD
+    Buf bufs[NBUF];
+    /* Buffer lengths after the last successful append: what __len__ and nbytes report and
+     * what a failed append rolls back to. Only changed with the GIL held. */
+    size_t committed[NBUF];
+    int busy;
+} CColumnBuilder;
+
+static PyObject *column_buffers_type = NULL; /* segcompact.format.columns.ColumnBuffers */
+
+static void
+builder_clear(CColumnBuilder *self)
+{
+    int k;
+    for (k = 0; k < NBUF; k++) {
+        PyMem_RawFree(self->bufs[k].data);
+        self->bufs[k].data = NULL;
+        self->bufs[k].len = self->bufs[k].cap = 0;
+        self->committed[k] = 0;
+    }
+}
+
+static int
+builder_busy(CColumnBuilder *self)
+{
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "CColumnBuilder is in use by another call");
+        return 1;
+    }
+    return 0;
+}
+
+static PyObject *
+builder_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, ":CColumnBuilder", kwlist))
+        return NULL;
+    return type->tp_alloc(type, 0); /* zeroed: empty buffers */
+}
+
+static void
+builder_dealloc(CColumnBuilder *self)
+{
+    builder_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t
+builder_len(CColumnBuilder *self)
+{
+    return (Py_ssize_t)(self->committed[B_OFFSET] / 8);
+}
+
+static PyObject *
+builder_nbytes(CColumnBuilder *self, void *closure)
+{
+    (void)closure;
+    return PyLong_FromSize_t(self->committed[B_KEY_DATA] + self->committed[B_VALUE_DATA] +
+                             self->committed[B_HKEY_DATA] + self->committed[B_HVALUE_DATA]);
+}
+
+PyDoc_STRVAR(append_doc,
+             "append(payload, count, base_offset, base_timestamp, batch)\n--\n\n"
+             "Decode ``count`` records; on corrupt data raise ValueError and leave earlier "
+             "appends intact.");
+
+static PyObject *
+builder_append(CColumnBuilder *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"payload", "count", "base_offset", "base_timestamp", "batch", NULL};
+    Py_buffer view;
+    PyObject *count_obj, *count_index;
+    long long base_offset, base_timestamp, count;
+    int batch, overflow, status, k;
+    DecodeError err = {E_NONE, NULL, 0, 0, 0};
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*OLLi:append", kwlist, &view, &count_obj,
+                                     &base_offset, &base_timestamp, &batch))
+        return NULL;
+    if (builder_busy(self))
+        goto fail;
+    count_index = PyNumber_Index(count_obj);
+    if (count_index == NULL)
+        goto fail;
+    count = PyLong_AsLongLongAndOverflow(count_index, &overflow);
+    if (count == -1 && PyErr_Occurred()) {
+        Py_DECREF(count_index);
+        goto fail;
+    }
+    if (overflow || count < 0 || count > view.len / MIN_RECORD_SIZE) {
+        PyErr_Format(PyExc_ValueError,
+                     "records count %S is larger than %zd bytes of records can hold",
+                     count_index, view.len);
+        Py_DECREF(count_index);
+        goto fail;
+    }
+    Py_DECREF(count_index);
+
+    self->busy = 1;
+    if (view.len >= NOGIL_THRESHOLD) {
+        Py_BEGIN_ALLOW_THREADS
+        status = decode(self->bufs, (const uint8_t *)view.buf, view.len, count, base_offset,
+                        base_timestamp, batch, &err);
+        Py_END_ALLOW_THREADS
+    }
+    else {
+        status = decode(self->bufs, (const uint8_t *)view.buf, view.len, count, base_offset,
+                        base_timestamp, batch, &err);
+    }
+    self->busy = 0;
+    PyBuffer_Release(&view);
+
+    if (status != 0) {
+        for (k = 0; k < NBUF; k++)
+            self->bufs[k].len = self->committed[k];
+        raise_error(&err);
+        return NULL;
+    }
+    for (k = 0; k < NBUF; k++)
+        self->committed[k] = self->bufs[k].len;
+    Py_RETURN_NONE;
+
+fail:
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+static PyObject *
+bytes_of(const Buf *b)
+{
+    return PyBytes_FromStringAndSize(b->len ? b->data : "", (Py_ssize_t)b->len);
+}
+
+/* An offsets column with its leading 0. */
+static PyObject *
+offsets_of(const Buf *b)
+{
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(b->len + 4));
+    if (out != NULL) {
+        char *p = PyBytes_AS_STRING(out);
+        memset(p, 0, 4);
+        if (b->len)
+            memcpy(p + 4, b->data, b->len);
+    }
+    return out;
+}
+
+PyDoc_STRVAR(finish_doc,
+             "finish()\n--\n\nHand over the buffers as a ColumnBuffers and start empty.");
+
+static PyObject *
+builder_finish(CColumnBuilder *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *fields, *cls, *result = NULL;
+    const Buf *b = self->bufs;
+    Py_ssize_t i;
+
+    if (builder_busy(self))
+        return NULL;
+    if (column_buffers_type == NULL) {
+        PyObject *mod = PyImport_ImportModule("segcompact.format.columns");
+        if (mod == NULL)
+            return NULL;
+        cls = PyObject_GetAttrString(mod, "ColumnBuffers");
+        Py_DECREF(mod);
+        if (cls == NULL)
+            return NULL;
+        if (column_buffers_type == NULL) /* the import may have let another thread in */
+            column_buffers_type = cls;
+        else
+            Py_DECREF(cls);
+    }
+    fields = PyTuple_New(18);
+    if (fields == NULL)
+        return NULL;
+    /* Allocating may run arbitrary code (GC finalizers); keep this builder out of its reach. */
+    self->busy = 1;
+    PyTuple_SET_ITEM(fields, 0, PyLong_FromSize_t(b[B_OFFSET].len / 8));
+    PyTuple_SET_ITEM(fields, 1, bytes_of(&b[B_OFFSET]));
+    PyTuple_SET_ITEM(fields, 2, bytes_of(&b[B_TIMESTAMP]));
+    PyTuple_SET_ITEM(fields, 3, bytes_of(&b[B_ATTRIBUTES]));
+    PyTuple_SET_ITEM(fields, 4, bytes_of(&b[B_BATCH]));
+    PyTuple_SET_ITEM(fields, 5, offsets_of(&b[B_KEY_OFFSETS]));
+    PyTuple_SET_ITEM(fields, 6, bytes_of(&b[B_KEY_DATA]));
+    PyTuple_SET_ITEM(fields, 7, bytes_of(&b[B_KEY_VALID]));
+    PyTuple_SET_ITEM(fields, 8, offsets_of(&b[B_VALUE_OFFSETS]));
+    PyTuple_SET_ITEM(fields, 9, bytes_of(&b[B_VALUE_DATA]));
+    PyTuple_SET_ITEM(fields, 10, bytes_of(&b[B_VALUE_VALID]));
+    PyTuple_SET_ITEM(fields, 11, offsets_of(&b[B_HEADER_OFFSETS]));
+    PyTuple_SET_ITEM(fields, 12, PyLong_FromSize_t(b[B_HKEY_OFFSETS].len / 4));
+    PyTuple_SET_ITEM(fields, 13, offsets_of(&b[B_HKEY_OFFSETS]));
+    PyTuple_SET_ITEM(fields, 14, bytes_of(&b[B_HKEY_DATA]));
+    PyTuple_SET_ITEM(fields, 15, offsets_of(&b[B_HVALUE_OFFSETS]));
+    PyTuple_SET_ITEM(fields, 16, bytes_of(&b[B_HVALUE_DATA]));
+    PyTuple_SET_ITEM(fields, 17, bytes_of(&b[B_HVALUE_VALID]));
+    self->busy = 0;
+    for (i = 0; i < 18; i++) {
+        if (PyTuple_GET_ITEM(fields, i) == NULL)
+            goto done;
+    }
+    result = PyObject_Call(column_buffers_type, fields, NULL);
+    if (result != NULL) {
+        /* Keep the capacity: the next chunk then neither copies on growth nor faults pages in,
+         * and the peak is unchanged (this chunk's bytes were just copied out at full size). */
+        int k;
+        for (k = 0; k < NBUF; k++)
+            self->bufs[k].len = self->committed[k] = 0;
+    }
+done:
+    Py_DECREF(fields); /* PyTuple_New's NULL slots are skipped by tuple dealloc */
+    return result;
+}
+
+static PyMethodDef builder_methods[] = {
+    {"append", (PyCFunction)(void (*)(void))builder_append, METH_VARARGS | METH_KEYWORDS,
+     append_doc},
+    {"finish", (PyCFunction)builder_finish, METH_NOARGS, finish_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef builder_getset[] = {
+    {"nbytes", (getter)builder_nbytes, NULL,
+     "Bytes of keys, values and headers held so far (to bound a chunk).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PySequenceMethods builder_as_sequence = {
+    .sq_length = (lenfunc)builder_len,
+};
+
+PyDoc_STRVAR(builder_doc, "CColumnBuilder()\n--\n\nThe compiled column builder.");
+
+static PyTypeObject CColumnBuilderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "segcompact.format._crecords.CColumnBuilder",
+    .tp_basicsize = sizeof(CColumnBuilder),
+    .tp_dealloc = (destructor)builder_dealloc,
+    .tp_as_sequence = &builder_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = builder_doc,
+    .tp_methods = builder_methods,
+    .tp_getset = builder_getset,
+    .tp_new = builder_new,
+};
+
+static struct PyModuleDef crecords_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "segcompact.format._crecords",
+    .m_doc = "The compiled v2 record decoder: CColumnBuilder, twin of PyColumnBuilder.",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC
+PyInit__crecords(void)
+{
+    PyObject *m;
+    if (PyType_Ready(&CColumnBuilderType) < 0)
+        return NULL;
+    m = PyModule_Create(&crecords_module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "CColumnBuilder", (PyObject *)&CColumnBuilderType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
