@@ -29,7 +29,7 @@ $(BIN)/.installed: pyproject.toml setup.py $(wildcard src/segcompact/format/*.c)
 $(DELTA_JARS): jvm/delta/pom.xml
 	rm -rf .jars/delta
 	mvn -q -B -f jvm/delta/pom.xml dependency:copy-dependencies \
-	  -DoutputDirectory=$(abspath .jars/delta) -DincludeScope=runtime -DincludeGroupIds=io.delta
+	  -DoutputDirectory=$(abspath .jars/delta) -DincludeScope=runtime
 	touch $@
 
 $(KAFKA_JARS): jvm/kafka/pom.xml
