@@ -38,6 +38,7 @@ from segcompact.spark.source import (
     SegmentPartition,
     SourceOptions,
     manifest_key,
+    pack,
     read_segment,
     register,
 )
@@ -495,3 +496,11 @@ def test_every_good_record_before_a_corrupt_batch_is_read_whatever_the_chunking(
     assert summary["segment_end"] and summary["offset"] == 29
     assert summary["segment_bytes"] == sum(len(b) for b in batches)
     assert "base offset 30: CRC mismatch" in summary["error"]
+
+
+def test_small_segments_share_a_task_and_a_big_one_goes_alone() -> None:
+    def seg(seq: int, size: int) -> SegmentPartition:
+        return SegmentPartition(seq, "t", 0, seq, f"/x/{seq}.log", size)
+
+    tasks = pack([seg(1, 40), seg(2, 40), seg(3, 40), seg(4, 500), seg(5, 10)], max_bytes=100)
+    assert [[s.seq for s in t.segments] for t in tasks] == [[1, 2], [3], [4], [5]]

@@ -22,6 +22,8 @@ Options (names are case-insensitive, as for every Spark source):
 - ``maxSegmentsPerTrigger``: at most this many segments per micro-batch (``ReadMaxFiles``).
 - ``chunkRecords`` [65536], ``chunkBytes`` [33554432]: the size of the Arrow batches a segment
   is decoded into (bounded memory per task).
+- ``maxPartitionBytes`` [134217728]: small segments of a micro-batch share a Spark task up to
+  this many bytes; a larger segment has a task of its own.
 
 One row per record with the columns of :data:`segcompact.format.arrow.SCHEMA` (Spark Kafka
 source names and types for the shared ones), then ``segment`` (the file), ``segment_end``,
@@ -45,7 +47,7 @@ import functools
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,6 +82,7 @@ from segcompact.segments import (
 NAME = "kafka-segments"
 DEFAULT_CHUNK_RECORDS = 1 << 16
 DEFAULT_CHUNK_BYTES = 32 << 20
+DEFAULT_MAX_PARTITION_BYTES = 128 << 20  # as spark.sql.files.maxPartitionBytes
 _MANIFEST_ROOT = os.path.join("checkpoints", "kafka-segments")
 
 # Spark's Kafka source makes every column nullable; so does this one (summary rows need it).
@@ -113,6 +116,7 @@ class SourceOptions:
     max_segments_per_trigger: int | None
     chunk_records: int
     chunk_bytes: int
+    max_partition_bytes: int
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -129,6 +133,7 @@ class SourceOptions:
             max_segments_per_trigger=_positive(opts, "maxSegmentsPerTrigger"),
             chunk_records=_positive(opts, "chunkRecords") or DEFAULT_CHUNK_RECORDS,
             chunk_bytes=_positive(opts, "chunkBytes") or DEFAULT_CHUNK_BYTES,
+            max_partition_bytes=_positive(opts, "maxPartitionBytes") or DEFAULT_MAX_PARTITION_BYTES,
         )
 
 
@@ -187,8 +192,8 @@ def _positive(opts: Mapping[str, str], name: str) -> int | None:
 
 
 @dataclass(frozen=True)
-class SegmentPartition(InputPartition):
-    """One segment to read: a Spark task."""
+class SegmentPartition:
+    """One segment to read."""
 
     seq: int
     topic: str
@@ -201,6 +206,42 @@ class SegmentPartition(InputPartition):
     def of(cls, entry: ManifestEntry) -> SegmentPartition:
         return cls(
             entry.seq, entry.topic, entry.partition, entry.base_offset, entry.path, entry.size
+        )
+
+
+@dataclass(frozen=True)
+class SegmentTask(InputPartition):
+    """A Spark task: one segment, or several small ones of the same micro-batch together.
+
+    A broker's segments are 1 GiB by default and each gets a task of its own; packing small
+    ones (tiered-storage copies, tests, a freshly rolled log) spares a task's start-up per file.
+    """
+
+    segments: tuple[SegmentPartition, ...]
+
+
+def pack(segments: Iterable[SegmentPartition], max_bytes: int) -> list[SegmentTask]:
+    """Consecutive segments grouped up to ``max_bytes`` a task (a bigger one goes alone)."""
+    tasks: list[SegmentTask] = []
+    group: list[SegmentPartition] = []
+    size = 0
+    for segment in segments:
+        if group and size + segment.size > max_bytes:
+            tasks.append(SegmentTask(tuple(group)))
+            group, size = [], 0
+        group.append(segment)
+        size += segment.size
+    if group:
+        tasks.append(SegmentTask(tuple(group)))
+    return tasks
+
+
+def read_task(task: InputPartition, options: SourceOptions) -> Iterator[pa.RecordBatch]:
+    if not isinstance(task, SegmentTask):
+        return  # Spark's placeholder partition when nothing was found
+    for segment in task.segments:
+        yield from read_segment(
+            segment, chunk_records=options.chunk_records, chunk_bytes=options.chunk_bytes
         )
 
 
@@ -355,17 +396,12 @@ class KafkaSegmentsStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
         self.manifest.refresh()
         return offset_of(self.manifest.latest_seq, self.manifest.id)
 
-    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[SegmentPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[SegmentTask]:
         entries = self.manifest.between(self.manifest.check(start), self.manifest.check(end))
-        return [SegmentPartition.of(e) for e in entries]
+        return pack((SegmentPartition.of(e) for e in entries), self.options.max_partition_bytes)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, SegmentPartition), partition
-        return read_segment(
-            partition,
-            chunk_records=self.options.chunk_records,
-            chunk_bytes=self.options.chunk_bytes,
-        )
+        return read_task(partition, self.options)
 
     def commit(self, end: dict[str, Any]) -> None:
         pass  # the manifest is append-only; Spark's checkpoint holds progress
@@ -377,21 +413,18 @@ class KafkaSegmentsBatchReader(DataSourceReader):
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
 
-    def partitions(self) -> list[InputPartition]:
+    def partitions(self) -> list[SegmentTask]:
         found = discover(self.options.roots, rolled_only=self.options.rolled_only)
-        return [
-            SegmentPartition(i, s.topic, s.partition, s.base_offset, s.path, s.size)
-            for i, s in enumerate(found, start=1)
-        ]
+        return pack(
+            (
+                SegmentPartition(i, s.topic, s.partition, s.base_offset, s.path, s.size)
+                for i, s in enumerate(found, start=1)
+            ),
+            self.options.max_partition_bytes,
+        )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, SegmentPartition):
-            return iter(())  # Spark's placeholder partition when nothing was found
-        return read_segment(
-            partition,
-            chunk_records=self.options.chunk_records,
-            chunk_bytes=self.options.chunk_bytes,
-        )
+        return read_task(partition, self.options)
 
 
 class KafkaSegmentsDataSource(DataSource):
