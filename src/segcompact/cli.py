@@ -1,13 +1,15 @@
 """The ``segcompact`` command line.
 
 Every failure the user can fix (a bad argument, a missing file, a bad config) ends with one line
-on stderr and exit code 2; corrupt input data with one line and exit code 1. No stack traces.
+on stderr and exit code 2; corrupt input data and other failures with one line and exit code 1.
+No stack traces unless ``SEGCOMPACT_DEBUG`` is set.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -94,7 +96,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
 def _demo(args: argparse.Namespace) -> int:
     from segcompact.demo import run_demo
 
-    run_demo(args.workdir, out=sys.stdout)
+    run_demo(args.config, args.workdir, out=sys.stdout)
     return 0
 
 
@@ -119,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_status)
 
     p = commands.add_parser("demo", help="write sample segments and show what segcompact reads")
-    p.add_argument("--workdir", default="demo", help="where to write (default: ./demo)")
+    p.add_argument("--config", default="conf/compactor.toml", metavar="F")
+    p.add_argument("--workdir", help="put the config's local paths under this directory")
     p.set_defaults(func=_demo)
     return parser
 
@@ -136,6 +139,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except BrokenPipeError:
         return 0
+    except Exception as e:  # unforeseen (a Spark or I/O failure): one line, trace on request
+        if os.environ.get("SEGCOMPACT_DEBUG"):
+            raise
+        first = (str(e).strip().splitlines() or [""])[0]
+        print(
+            f"segcompact: error: {type(e).__name__}: {first} (SEGCOMPACT_DEBUG=1 shows the trace)",
+            file=sys.stderr,
+        )
+        return EXIT_DATA
 
 
 if __name__ == "__main__":

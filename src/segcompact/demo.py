@@ -1,4 +1,9 @@
-"""``segcompact demo``: sample segments, a config, one full run, and what it compacted."""
+"""``segcompact demo``: sample segments, one full run with ``conf/compactor.toml``, a summary.
+
+The samples go where the config's source points (``data/segments``), so after the demo
+``segcompact run --config conf/compactor.toml`` and ``segcompact status`` work on them too.
+``--workdir D`` puts everything the config names under ``D`` instead.
+"""
 
 from __future__ import annotations
 
@@ -7,74 +12,82 @@ import shutil
 from pathlib import Path
 from typing import TextIO
 
-from segcompact.config import load_config
+from segcompact.config import CompactorConfig, is_table_name, is_uri, load_config
+from segcompact.errors import UsageError
 from segcompact.format.attributes import Compression
 from segcompact.samples import generate_partition
 
-# topic: (strategy, tombstone mode, codec, transactions)
+# topic: (codec, transactions); their compaction settings are in conf/compactor.toml.
 DEMO_TOPICS = {
-    "orders": ("timestamp", "null-value", Compression.LZ4, False),
-    "users": ("offset", "null-value", Compression.ZSTD, False),
-    "inventory": ("header", "null-value", Compression.SNAPPY, False),
-    "sessions": ("offset", "header", Compression.GZIP, False),
-    "payments": ("offset", "null-value", Compression.NONE, True),
+    "orders": (Compression.LZ4, False),
+    "users": (Compression.ZSTD, False),
+    "inventory": (Compression.SNAPPY, False),
+    "sessions": (Compression.GZIP, False),
+    "payments": (Compression.NONE, True),
 }
 PARTITIONS = 2
+MARKER = ".segcompact-demo"
 
 
-def write_demo(workdir: Path, *, seed: int = 42) -> Path:
-    """Sample log dirs and a config under ``workdir``; return the config's path."""
+def _local(location: str) -> Path | None:
+    return None if is_uri(location) or is_table_name(location) else Path(location)
+
+
+def reset(config: CompactorConfig) -> Path:
+    """Clear what an earlier demo wrote; return the (empty) sample root.
+
+    Refuses to touch a sample root that the demo did not create.
+    """
+    root = _local(config.source.paths[0])
+    if root is None:
+        raise UsageError(f"the demo writes local files; {config.source.paths[0]} is not local")
+    if root.exists() and not (root / MARKER).exists():
+        raise UsageError(f"{root} exists and was not written by segcompact demo; not touching it")
+    s = config.state
+    for location in (
+        s.table,
+        s.partitions_table,
+        s.pending_table,
+        s.ledger_table,
+        config.output.path,
+        config.stream.checkpoint,
+        str(root),
+    ):
+        path = _local(location)
+        if path is not None and path.exists():
+            shutil.rmtree(path)
+    root.mkdir(parents=True)
+    (root / MARKER).touch()
+    return root
+
+
+def write_samples(root: Path, *, seed: int = 42) -> int:
+    """Sample partitions in Kafka's log-dir layout under ``root``; return the segment count."""
     rnd = random.Random(seed)
-    segments = workdir / "segments"
-    for topic, (_, _, codec, txn) in DEMO_TOPICS.items():
+    count = 0
+    for topic, (codec, txn) in DEMO_TOPICS.items():
         for p in range(PARTITIONS):
             for seg in generate_partition(rnd, records=600, keys=40, codec=codec, transactions=txn):
-                seg.write(segments / f"{topic}-{p}")
-    lines = [
-        "# Written by `segcompact demo`.",
-        "[source]",
-        f'paths = ["{segments}"]',
-        "rolled_only = true",
-        "[state]",
-        f'table = "{workdir / "state"}"',
-        f'partitions_table = "{workdir / "partitions"}"',
-        f'pending_table = "{workdir / "pending_txn"}"',
-        f'ledger_table = "{workdir / "deletion_ledger"}"',
-        "[output]",
-        f'path = "{workdir / "compacted"}"',
-        "[stream]",
-        f'checkpoint = "{workdir / "checkpoints"}"',
-        "[defaults]",
-        '"delete.retention.ms" = 86400000',
-    ]
-    for topic, (strategy, mode, _, _) in DEMO_TOPICS.items():
-        lines += [
-            f'[topics."{topic}"]',
-            f'"compaction.strategy" = "{strategy}"',
-            f'"compaction.tombstone.mode" = "{mode}"',
-        ]
-        if strategy == "header":
-            lines.append('"compaction.strategy.header" = "v"')
-    config = workdir / "compactor.toml"
-    config.write_text("\n".join(lines) + "\n")
-    return config
+                seg.write(root / f"{topic}-{p}")
+                count += 1
+    return count
 
 
-def run_demo(workdir: str, *, out: TextIO) -> None:
+def run_demo(config_path: str, workdir: str | None, *, out: TextIO) -> None:
     from segcompact.spark.job import Compactor
     from segcompact.spark.session import get_spark
     from segcompact.spark.status import partition_status
 
-    root = Path(workdir).resolve()
-    if root.exists():
-        shutil.rmtree(root)
-    config_path = write_demo(root)
     config = load_config(config_path)
-    print(f"wrote sample segments and {config_path}", file=out)
+    if workdir is not None:
+        config = config.with_base_dir(Path(workdir).resolve())
+    root = reset(config)
+    count = write_samples(root)
+    print(f"wrote {count} segments of {len(DEMO_TOPICS)} topics under {root}", file=out)
     spark = get_spark(app_name="segcompact-demo")
     compactor = Compactor(spark, config)
     compactor.run_once()
-    print(f"compacted into the Delta table {config.state.table}:", file=out)
+    print(f"compacted state (Delta table {config.state.table}):", file=out)
     for row in partition_status(spark, config, compactor.tables, compactor.clock.now_ms()):
         print(
             f"  {row['topic']}-{row['partition']}: offsets {row['log_start_offset']}.."
@@ -82,3 +95,4 @@ def run_demo(workdir: str, *, out: TextIO) -> None:
             f"({row['tombstones_pending']} tombstones), {row['keyless_records']} keyless dropped",
             file=out,
         )
+    print(f"next: segcompact status --config {config_path}", file=out)

@@ -12,6 +12,8 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from segcompact.config import is_table_name
+
 HEADERS = T.ArrayType(
     T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())])
 )
@@ -75,8 +77,17 @@ PENDING_SCHEMA = T.StructType(
 )
 
 
-def _is_path(name: str) -> bool:
-    return "/" in name or ":" in name or name.startswith(".")
+def qualify(spark: SparkSession, path: str) -> str:
+    """``path`` made absolute on its file system, as Hadoop resolves it.
+
+    Delta reads a relative location as a table identifier; a relative path means the working
+    directory locally and the user's home directory on HDFS, which only Hadoop knows.
+    """
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return str(fs.makeQualified(hadoop_path).toString())
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,26 +99,27 @@ class Table:
 
     @property
     def is_path(self) -> bool:
-        return _is_path(self.name)
+        return not is_table_name(self.name)
 
     def ensure(self, spark: SparkSession) -> DeltaTable:
         """The table, created empty with its schema if it does not exist yet."""
         builder = DeltaTable.createIfNotExists(spark).addColumns(self.schema)
-        builder = builder.location(self.name) if self.is_path else builder.tableName(self.name)
+        if self.is_path:
+            builder = builder.location(qualify(spark, self.name))
+        else:
+            builder = builder.tableName(self.name)
         return builder.execute()
 
     def delta(self, spark: SparkSession) -> DeltaTable:
         if self.is_path:
-            return DeltaTable.forPath(spark, self.name)
+            return DeltaTable.forPath(spark, qualify(spark, self.name))
         return DeltaTable.forName(spark, self.name)
 
     def read(self, spark: SparkSession) -> DataFrame:
         return self.delta(spark).toDF()
 
-    def write_options(self) -> dict[str, str]:
-        return {"path": self.name} if self.is_path else {}
-
     def overwrite(self, df: DataFrame, *, app_id: str, version: int) -> None:
+        spark = df.sparkSession
         """Replace the table's rows; skipped if this (app_id, version) was written already."""
         writer = (
             df.write.format("delta")
@@ -116,6 +128,6 @@ class Table:
             .option("txnVersion", version)
         )
         if self.is_path:
-            writer.save(self.name)
+            writer.save(qualify(spark, self.name))
         else:
             writer.saveAsTable(self.name)
