@@ -490,7 +490,9 @@ def test_default_conf_file_loads_as_designed() -> None:
     assert cfg.stream == StreamConfig()
     assert cfg.stream.trigger_interval_ms == 10_000
     assert cfg.defaults == TopicConfig()
-    assert cfg.topic_overrides == ("orders",)
+    assert cfg.topic_overrides == ("orders", "inventory", "sessions")  # the demo's topics
+    assert cfg.topic("inventory").strategy_header == "v"
+    assert cfg.topic("sessions").tombstone_mode is TombstoneMode.HEADER
     assert cfg.topic("orders").compaction_strategy is CompactionStrategy.TIMESTAMP
     assert cfg.topic("orders").delete_retention_ms == 86_400_000
     assert cfg.topic("payments") == TopicConfig()

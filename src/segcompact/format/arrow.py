@@ -166,7 +166,7 @@ def decode_segment(
     topic: str,
     partition: int,
     *,
-    chunk_records: int = 1 << 18,
+    chunk_records: int = 1 << 15,
     chunk_bytes: int = 64 << 20,
     limits: ReadLimits = DEFAULT_LIMITS,
     pure: bool = False,

@@ -134,16 +134,24 @@ class Lz4Codec:
         )
 
     def decompress(self, data: bytes | memoryview, limit: int) -> bytes:
+        # python-lz4 sizes its output buffer from max_length: ask for a likely size first
+        # (a large limit would cost a huge allocation per batch), then continue in steps.
         d = lz4.frame.LZ4FrameDecompressor()
+        step = min(max(4 * len(data), _CHUNK), limit + 1)
         try:
-            out = d.decompress(data, max_length=limit + 1)
+            parts = [d.decompress(data, max_length=step)]
+            total = len(parts[0])
+            while not d.eof and total <= limit:
+                if d.needs_input:
+                    raise CorruptBatchError("lz4 frame is truncated")
+                more = d.decompress(b"", max_length=min(step, limit + 1 - total))
+                parts.append(more)
+                total += len(more)
         except RuntimeError as e:
             raise CorruptBatchError(f"lz4 data is corrupt: {e}") from None
-        if len(out) > limit:
+        if total > limit:
             raise _too_big("lz4", limit)
-        if not d.eof:
-            raise CorruptBatchError("lz4 frame is truncated")
-        return cast(bytes, out)
+        return cast(bytes, parts[0] if len(parts) == 1 else b"".join(parts))
 
 
 class ZstdCodec:

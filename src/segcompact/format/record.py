@@ -24,6 +24,14 @@ from segcompact.format.varint import decode_varint, decode_varlong, encode_varin
 
 Header = tuple[str, bytes | None]
 
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _wrap64(value: int) -> int:
+    """Two's-complement wrap to 64 bits, as Java (and C) hold a varlong's value."""
+    return ((value + (1 << 63)) & ((1 << 64) - 1)) - (1 << 63)
+
+
 # length, attributes, timestamp delta, offset delta, key length, value length, header count.
 MIN_RECORD_SIZE = 7
 
@@ -88,6 +96,9 @@ def iter_records(
             f"records count {count} is larger than {end_all} bytes of records can hold"
         )
     pos = 0
+    # Values past 64 bits are reported only if the batch is otherwise well-formed, as the C
+    # twin does: corruption first.
+    overflow: CorruptBatchError | None = None
     for i in range(count):
         length, pos = decode_varint(payload, pos)
         end = pos + length
@@ -97,6 +108,9 @@ def iter_records(
             )
         attributes = payload[pos]
         ts_delta, p = decode_varlong(payload, pos + 1)
+        if overflow is None and not _INT64_MIN <= ts_delta <= _INT64_MAX:
+            overflow = CorruptBatchError(f"varlong at byte {pos + 1} does not fit in 64 bits")
+        ts_delta = _wrap64(ts_delta)
         off_delta, p = decode_varint(payload, p)
         key, p = _read_sized(payload, p, end, "key")
         value, p = _read_sized(payload, p, end, "value")
@@ -113,15 +127,19 @@ def iter_records(
         if p != end:
             raise CorruptBatchError(f"record {i} has {end - p} bytes past its last field")
         pos = end
-        yield Record(
-            base_offset + off_delta,
-            base_timestamp + ts_delta,
-            key,
-            value,
-            tuple(headers),
-            attributes,
-        )
+        offset, timestamp = base_offset + off_delta, base_timestamp + ts_delta
+        if overflow is None and not _INT64_MIN <= offset <= _INT64_MAX:
+            overflow = CorruptBatchError(
+                f"record {i}: base offset {base_offset} + delta {off_delta} overflows 64 bits"
+            )
+        if overflow is None and not _INT64_MIN <= timestamp <= _INT64_MAX:
+            overflow = CorruptBatchError(
+                f"record {i}: base timestamp {base_timestamp} + delta {ts_delta} overflows 64 bits"
+            )
+        yield Record(offset, timestamp, key, value, tuple(headers), attributes)
     if pos != end_all:
         raise CorruptBatchError(
             f"{end_all - pos} bytes remain after the {count} records the batch declares"
         )
+    if overflow is not None:
+        raise overflow

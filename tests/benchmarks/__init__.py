@@ -1,0 +1,1 @@
+"""Benchmarks: segcompact side by side with a reference measured in the same run, as ratios."""
