@@ -32,10 +32,9 @@ from segcompact.format.attributes import TimestampType as KafkaTimestampType
 from segcompact.format.batch import CRC_OFFSET, build_batch
 from segcompact.format.record import Record
 from segcompact.format.writer import SegmentWriter
-from segcompact.segments import Manifest
+from segcompact.segments import Manifest, ManifestEntry
 from segcompact.spark.source import (
     SPARK_SCHEMA,
-    SegmentPartition,
     SourceOptions,
     manifest_key,
     pack,
@@ -486,7 +485,7 @@ def test_every_good_record_before_a_corrupt_batch_is_read_whatever_the_chunking(
 ) -> None:
     batches = [build_batch(_records(i * 5, 5)) for i in range(6)]
     path = _segment(tmp_path, "t", 0, 0, *batches, _corrupt_crc(build_batch(_records(30, 2))))
-    part = SegmentPartition(1, "t", 0, 0, str(path), os.path.getsize(path))
+    part = ManifestEntry(1, "t", 0, 0, str(path), os.path.getsize(path))
 
     out = list(read_segment(part, chunk_records=chunk_records, chunk_bytes=1 << 20))
 
@@ -499,8 +498,8 @@ def test_every_good_record_before_a_corrupt_batch_is_read_whatever_the_chunking(
 
 
 def test_small_segments_share_a_task_and_a_big_one_goes_alone() -> None:
-    def seg(seq: int, size: int) -> SegmentPartition:
-        return SegmentPartition(seq, "t", 0, seq, f"/x/{seq}.log", size)
+    def seg(seq: int, size: int) -> ManifestEntry:
+        return ManifestEntry(seq, "t", 0, seq, f"/x/{seq}.log", size)
 
     tasks = pack([seg(1, 40), seg(2, 40), seg(3, 40), seg(4, 500), seg(5, 10)], max_bytes=100)
     assert [[s.seq for s in t.segments] for t in tasks] == [[1, 2], [3], [4], [5]]

@@ -69,7 +69,7 @@ def expected(appends: Sequence[tuple[Sequence[Record], int]]) -> ColumnBuffers:
             hvalue.add(v)
         header_offsets.append(len(hkey.valid))
     return ColumnBuffers(
-        count=n,
+        records=n,
         offset=struct.pack(f"<{n}q", *(r.offset for r, _ in rows)),
         timestamp=struct.pack(f"<{n}q", *(r.timestamp for r, _ in rows)),
         attributes=bytes(r.attributes for r, _ in rows),

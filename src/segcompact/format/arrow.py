@@ -118,7 +118,7 @@ def _millis(values: np.ndarray) -> pa.Array:
 def to_record_batch(
     cols: ColumnBuffers, meta: _BatchMeta, topic: str, partition: int
 ) -> pa.RecordBatch:
-    n = cols.count
+    n = cols.records
     rows = pa.array(np.frombuffer(cols.batch, dtype=np.int32))
     ts = np.frombuffer(cols.timestamp, dtype=np.int64)
     ts_type = np.asarray(meta.timestamp_type, dtype=np.int32)[rows.to_numpy()]

@@ -17,7 +17,7 @@ from segcompact.format.record import iter_records
 
 
 class ColumnBuffers(NamedTuple):
-    count: int
+    records: int
     offset: bytes  # int64 per record
     timestamp: bytes  # int64 per record, as stored (base timestamp + delta)
     attributes: bytes  # int8 per record
@@ -121,7 +121,7 @@ class PyColumnBuilder:
 
     def finish(self) -> ColumnBuffers:
         out = ColumnBuffers(
-            count=len(self._offset),
+            records=len(self._offset),
             offset=self._offset.tobytes(),
             timestamp=self._timestamp.tobytes(),
             attributes=bytes(self._attributes),

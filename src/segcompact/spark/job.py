@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
 
 from segcompact.clock import Clock, SystemClock
 from segcompact.config import CompactorConfig
@@ -103,15 +104,17 @@ class GracefulStop:
         self.requested.set()
 
     def wait(self, query: StreamingQuery, upkeep: Callable[[], None], interval_ms: int) -> None:
-        """Run ``upkeep`` every ``interval_ms`` until the query ends or a stop is requested
-        (then stop it once no batch is running)."""
+        """Until the query ends: run ``upkeep`` every ``interval_ms``; on a stop request, stop
+        the query once no batch is running. Polls once a second."""
+        due = time.monotonic() + interval_ms / 1000
         while query.isActive:
-            query.awaitTermination(interval_ms / 1000)
+            query.awaitTermination(1)
             if self.requested.is_set():
                 if not query.status["isTriggerActive"]:
                     query.stop()
-            elif query.isActive:
+            elif query.isActive and time.monotonic() >= due:
                 upkeep()
+                due = time.monotonic() + interval_ms / 1000
         error = query.exception()
         if error is not None:
             raise SegcompactError(f"streaming query failed: {error}")

@@ -192,24 +192,6 @@ def _positive(opts: Mapping[str, str], name: str) -> int | None:
 
 
 @dataclass(frozen=True)
-class SegmentPartition:
-    """One segment to read."""
-
-    seq: int
-    topic: str
-    partition: int
-    base_offset: int
-    path: str
-    size: int
-
-    @classmethod
-    def of(cls, entry: ManifestEntry) -> SegmentPartition:
-        return cls(
-            entry.seq, entry.topic, entry.partition, entry.base_offset, entry.path, entry.size
-        )
-
-
-@dataclass(frozen=True)
 class SegmentTask(InputPartition):
     """A Spark task: one segment, or several small ones of the same micro-batch together.
 
@@ -217,13 +199,13 @@ class SegmentTask(InputPartition):
     ones (tiered-storage copies, tests, a freshly rolled log) spares a task's start-up per file.
     """
 
-    segments: tuple[SegmentPartition, ...]
+    segments: tuple[ManifestEntry, ...]
 
 
-def pack(segments: Iterable[SegmentPartition], max_bytes: int) -> list[SegmentTask]:
+def pack(segments: Iterable[ManifestEntry], max_bytes: int) -> list[SegmentTask]:
     """Consecutive segments grouped up to ``max_bytes`` a task (a bigger one goes alone)."""
     tasks: list[SegmentTask] = []
-    group: list[SegmentPartition] = []
+    group: list[ManifestEntry] = []
     size = 0
     for segment in segments:
         if group and size + segment.size > max_bytes:
@@ -246,7 +228,7 @@ def read_task(task: InputPartition, options: SourceOptions) -> Iterator[pa.Recor
 
 
 def read_segment(
-    part: SegmentPartition, *, chunk_records: int, chunk_bytes: int
+    part: ManifestEntry, *, chunk_records: int, chunk_bytes: int
 ) -> Iterator[pa.RecordBatch]:
     """The records of one segment as Arrow batches, then its summary row.
 
@@ -279,7 +261,7 @@ def read_segment(
     yield _summary(part, last, valid, _describe(failure, part.path) if failure else None)
 
 
-def _gone(part: SegmentPartition) -> str:
+def _gone(part: ManifestEntry) -> str:
     return f"{part.path}: segment file not found (deleted after discovery)"
 
 
@@ -303,9 +285,7 @@ def _records(batch: pa.RecordBatch, path: str) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=_arrow_schema())
 
 
-def _summary(
-    part: SegmentPartition, last: int, valid_bytes: int, error: str | None
-) -> pa.RecordBatch:
+def _summary(part: ManifestEntry, last: int, valid_bytes: int, error: str | None) -> pa.RecordBatch:
     row: dict[str, Any] = {
         "key": None,
         "value": None,
@@ -398,7 +378,7 @@ class KafkaSegmentsStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[SegmentTask]:
         entries = self.manifest.between(self.manifest.check(start), self.manifest.check(end))
-        return pack((SegmentPartition.of(e) for e in entries), self.options.max_partition_bytes)
+        return pack(entries, self.options.max_partition_bytes)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_task(partition, self.options)
@@ -417,7 +397,7 @@ class KafkaSegmentsBatchReader(DataSourceReader):
         found = discover(self.options.roots, rolled_only=self.options.rolled_only)
         return pack(
             (
-                SegmentPartition(i, s.topic, s.partition, s.base_offset, s.path, s.size)
+                ManifestEntry(i, s.topic, s.partition, s.base_offset, s.path, s.size)
                 for i, s in enumerate(found, start=1)
             ),
             self.options.max_partition_bytes,
