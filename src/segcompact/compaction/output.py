@@ -1,0 +1,119 @@
+"""Packing compacted records into Kafka segments: batches, segment rolls, the log end.
+
+Pure: records in, files out through ``SegmentWriter``. The materialiser gives it one
+partition's retained records in offset order.
+
+- Records keep their offsets and timestamps; batches are regrouped up to ``batch_bytes``.
+- A batch holding tombstones carries KIP-534's delete horizon (bit 6, base timestamp) no
+  earlier than any of its tombstones' horizons.
+- Segments roll at ``segment_bytes`` (and before a batch whose offsets would not fit the
+  segment's 32-bit relative offsets), as Kafka's log does.
+- The partition ends at its log end offset: when the last record was compacted away, an empty
+  batch at ``log_end_offset - 1`` holds its place (KIP-280's special case).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from segcompact.format.attributes import Compression
+from segcompact.format.batch import build_batch
+from segcompact.format.record import Header, Record
+from segcompact.format.writer import SegmentWriter
+
+DEFAULT_BATCH_BYTES = 1 << 20  # Kafka's default max.message.bytes, about
+_MAX_RELATIVE = 0x7FFFFFFF
+
+
+@dataclass(frozen=True, slots=True)
+class OutputRecord:
+    offset: int
+    timestamp: int
+    key: bytes
+    value: bytes | None
+    headers: tuple[Header, ...]
+    attributes: int
+    tombstone: bool
+    delete_horizon: int | None
+
+
+def _batches(
+    records: Iterable[OutputRecord], compression: Compression, batch_bytes: int
+) -> Iterator[tuple[int, bytes]]:
+    """``(last offset, encoded batch)`` for consecutive groups of about ``batch_bytes``."""
+    group: list[OutputRecord] = []
+    size = 0
+
+    def flush() -> tuple[int, bytes]:
+        horizons = [r.delete_horizon for r in group if r.tombstone and r.delete_horizon is not None]
+        batch = build_batch(
+            [Record(r.offset, r.timestamp, r.key, r.value, r.headers, r.attributes) for r in group],
+            compression=compression,
+            delete_horizon_ms=max(horizons) if horizons else None,
+        )
+        return group[-1].offset, batch
+
+    for r in records:
+        estimate = (
+            24
+            + len(r.key)
+            + len(r.value or b"")
+            + sum(len(k) + len(v or b"") + 4 for k, v in r.headers)
+        )
+        if group and (size + estimate > batch_bytes or r.offset - group[0].offset > _MAX_RELATIVE):
+            yield flush()
+            group, size = [], 0
+        group.append(r)
+        size += estimate
+    if group:
+        yield flush()
+
+
+def write_partition(
+    directory: str | os.PathLike[str],
+    records: Iterable[OutputRecord],
+    *,
+    log_end_offset: int,
+    compression: Compression = Compression.NONE,
+    segment_bytes: int = 1 << 30,
+    index_interval_bytes: int = 4096,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
+) -> list[str]:
+    """Write ``records`` (offset order) as segments into ``directory``; return the .log paths."""
+    os.makedirs(directory, exist_ok=True)
+    paths: list[str] = []
+    writer: SegmentWriter | None = None
+    last = -1
+
+    def append(base_offset: int, batch: bytes) -> None:
+        nonlocal writer
+        if writer is not None and (
+            writer.size + len(batch) > segment_bytes
+            or base_offset - writer.base_offset > _MAX_RELATIVE
+        ):
+            writer.close()
+            writer = None
+        if writer is None:
+            writer = SegmentWriter(
+                directory, base_offset, index_interval_bytes=index_interval_bytes
+            )
+            paths.append(writer.log_path)
+        writer.append(batch)
+
+    try:
+        for last_offset, batch in _batches(records, compression, batch_bytes):
+            if last_offset >= log_end_offset:
+                raise ValueError(
+                    f"record at offset {last_offset} is past the log end offset {log_end_offset}"
+                )
+            append(int.from_bytes(batch[:8], "big", signed=True), batch)
+            last = last_offset
+        if log_end_offset > 0 and last < log_end_offset - 1:
+            end = log_end_offset - 1
+            append(end, build_batch([], base_offset=end, last_offset=end))
+    finally:
+        if writer is not None:
+            writer.close()
+    return paths
