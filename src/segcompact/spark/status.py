@@ -7,6 +7,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from segcompact.compaction.triggers import PartitionStats, decide
 from segcompact.config import CompactorConfig
 from segcompact.spark.merge import Tables
 
@@ -32,8 +33,13 @@ def partition_status(
     )
     out = []
     for r in rows:
-        total = r.dirty_bytes + r.clean_bytes
         first_dirty = _ms(r.first_dirty_timestamp)
+        next_horizon = _ms(r.next_horizon)
+        decision = decide(
+            PartitionStats(r.dirty_bytes, r.clean_bytes, first_dirty, next_horizon),
+            config.topic(r.topic),
+            now_ms,
+        )
         out.append(
             {
                 "topic": r.topic,
@@ -44,12 +50,12 @@ def partition_status(
                 "keys": r.keys or 0,
                 "dirty_bytes": r.dirty_bytes,
                 "clean_bytes": r.clean_bytes,
-                "dirty_ratio": round(r.dirty_bytes / total, 4) if total else 0.0,
-                "compaction_delay_ms": None
-                if first_dirty is None
-                else max(0, now_ms - first_dirty),
+                "dirty_ratio": round(decision.dirty_ratio, 4),
+                # Kafka's max-compaction-delay-secs, in ms: how far past max.compaction.lag.ms.
+                "max_compaction_delay_ms": decision.compaction_delay_ms,
+                "due": ", ".join(decision.reasons) or None,
                 "tombstones_pending": r.tombstones_pending or 0,
-                "next_horizon_ms": _ms(r.next_horizon),
+                "next_horizon_ms": next_horizon,
                 "keyless_records": r.keyless_records,
                 "last_materialized_ms": _ms(r.last_materialized_at),
                 "uncleanable": r.uncleanable_reason,
