@@ -82,6 +82,47 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _materialize(args: argparse.Namespace) -> int:
+    config = _load(args.config)
+    from segcompact.spark.job import Compactor
+    from segcompact.spark.session import get_spark
+
+    compactor = Compactor(get_spark(), config)
+    compactor.merger.expire(compactor.clock.now_ms())
+    results = compactor.materializer.run(
+        topic=args.topic, partition=args.partition, force=args.force
+    )
+    for r in results:
+        print(
+            f"{r['topic']}-{r['partition']}: version {r['version']}, {r['records']} records in "
+            f"{r['segments']} segments ({r['bytes']} bytes); {', '.join(r['reasons'])}"
+        )
+    if not results:
+        print("nothing due")
+    return 0
+
+
+def _delete_records(args: argparse.Namespace) -> int:
+    config = _load(args.config)
+    from segcompact.compaction.log_start import read_offset_json
+
+    requests = read_offset_json(args.offset_json_file)
+    from segcompact.clock import SystemClock
+    from segcompact.spark.delete_records import delete_records
+    from segcompact.spark.job import tables_of
+    from segcompact.spark.session import get_spark
+
+    spark = get_spark()
+    tables = tables_of(config)
+    tables.ensure(spark)
+    outcomes = delete_records(spark, tables, requests, SystemClock().now_ms())
+    print("Records delete operation completed:")
+    for (topic, partition), o in sorted(outcomes.items()):
+        result = f"low_watermark: {o.low_watermark}" if o.error is None else f"error: {o.error}"
+        print(f"partition: {topic}-{partition}\t{result}")
+    return EXIT_DATA if any(o.error for o in outcomes.values()) else 0
+
+
 def _table(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "no partitions yet"
@@ -114,6 +155,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", required=True, metavar="F")
     p.add_argument("--once", action="store_true", help="process what is there, then exit")
     p.set_defaults(func=_run)
+
+    p = commands.add_parser("materialize", help="re-materialise due partitions now")
+    p.add_argument("--config", required=True, metavar="F")
+    p.add_argument("--topic", metavar="T")
+    p.add_argument("--partition", type=int, metavar="P")
+    p.add_argument("--force", action="store_true", help="whether due or not")
+    p.set_defaults(func=_materialize)
+
+    p = commands.add_parser("delete-records", help="move log start offsets forward (KIP-107)")
+    p.add_argument("--config", required=True, metavar="F")
+    p.add_argument("--offset-json-file", required=True, metavar="J")
+    p.set_defaults(func=_delete_records)
 
     p = commands.add_parser("status", help="per partition: offsets, dirty ratio, tombstones")
     p.add_argument("--config", required=True, metavar="F")

@@ -27,6 +27,7 @@ TOPICS = {
     "txns": ("offset", "null-value", Compression.GZIP, True),
 }
 RETENTION_MS = 10_000
+START_MS = 1_100_000  # after every generated record timestamp (see segcompact.samples)
 
 
 def write_config(tmp: Path) -> CompactorConfig:
@@ -109,7 +110,7 @@ class Scenario:
         self.spark = spark
         self.tmp = tmp
         self.config = write_config(tmp)
-        self.clock = ManualClock(1_000_000)
+        self.clock = ManualClock(START_MS)
         self.model = ReferenceModel(self.config.topic)
         self.compactor = Compactor(spark, self.config, self.clock)
 
@@ -148,7 +149,7 @@ def test_streaming_state_matches_the_reference_model(spark: SparkSession, tmp_pa
     s.arrive(rest + [(t, p, logs[(t, p)][1]) for t, p in sorted(late)])
     s.check()
     tombstones = [v for v in s.model.state.values() if v.tombstone]
-    assert tombstones and {v.delete_horizon for v in tombstones} >= {1_000_000 + RETENTION_MS}
+    assert tombstones and {v.delete_horizon for v in tombstones} >= {START_MS + RETENTION_MS}
     # Step 3: no input, the clock passes the first horizons: expiry alone changes state.
     s.clock.advance(RETENTION_MS)
     before = len(s.model.state)

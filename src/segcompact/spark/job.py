@@ -19,6 +19,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from segcompact.clock import Clock, SystemClock
 from segcompact.config import CompactorConfig
 from segcompact.errors import SegcompactError
+from segcompact.spark.materialize import Materializer
 from segcompact.spark.merge import BatchMerger, Tables
 from segcompact.spark.source import NAME, register
 
@@ -45,6 +46,7 @@ class Compactor:
         self.tables = tables_of(config)
         self.tables.ensure(spark)
         self.merger = BatchMerger(spark, self.tables, config.topic, self.clock)
+        self.materializer = Materializer(spark, config, self.tables, self.clock)
 
     def start(self, *, once: bool, on_batch: Callable[[int], None] | None = None) -> StreamingQuery:
         """Start the streaming query (``availableNow`` when ``once``)."""
@@ -61,6 +63,7 @@ class Compactor:
 
         def batch(df: DataFrame, batch_id: int) -> None:
             self.merger(df, batch_id)
+            self.materializer.run()  # triggers are evaluated after every micro-batch
             if on_batch is not None:
                 on_batch(batch_id)
 
@@ -77,8 +80,10 @@ class Compactor:
         return writer.start()
 
     def upkeep(self) -> None:
-        """What is due without input: expired tombstones leave the state."""
+        """What is due without input: expired tombstones leave the state, and partitions whose
+        triggers fire (max lag, a passed horizon, a moved log start) are re-materialised."""
         self.merger.expire(self.clock.now_ms())
+        self.materializer.run()
 
     def run_once(self, on_batch: Callable[[int], None] | None = None) -> None:
         """Process everything available, then the upkeep that is due; return when done."""

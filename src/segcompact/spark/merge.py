@@ -294,6 +294,12 @@ class BatchMerger:
                 "first_dirty_timestamp"
             ),
             F.first(F.col("error"), ignorenulls=True).alias("uncleanable_reason"),
+            F.max_by(
+                F.when(~F.col("segment_end") & ~F.col("is_control"), F.col("compression")),
+                F.when(~F.col("segment_end") & ~F.col("is_control"), F.col("offset")),
+            )
+            .cast("int")
+            .alias("compression"),
         )
         counts = candidates.groupBy("topic", "partition").agg(
             F.count(F.when(F.col("key").isNull(), 1)).cast("long").alias("keyless_records"),
@@ -327,6 +333,7 @@ class BatchMerger:
                     "uncleanable_reason": F.coalesce(
                         F.col(t + "uncleanable_reason"), F.col(s + "uncleanable_reason")
                     ),
+                    "compression": F.coalesce(F.col(s + "compression"), F.col(t + "compression")),
                     "updated_at": _ts(now),
                 }
             )
@@ -344,8 +351,11 @@ class BatchMerger:
                     "records": F.col(s + "records"),
                     "keyless_records": F.col(s + "keyless_records"),
                     "bad_version_headers": F.col(s + "bad_version_headers"),
+                    "compression": F.col(s + "compression"),
                     "last_materialized_at": F.lit(None).cast("timestamp"),
                     "materialized_version": F.lit(None).cast("long"),
+                    "materialized_log_start": F.lit(None).cast("long"),
+                    "output_next_horizon": F.lit(None).cast("timestamp"),
                     "uncleanable_reason": F.col(s + "uncleanable_reason"),
                     "updated_at": _ts(now),
                 }

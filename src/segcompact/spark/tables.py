@@ -50,8 +50,12 @@ PARTITIONS_SCHEMA = T.StructType(
         T.StructField("records", T.LongType(), False),  # data records read (markers excluded)
         T.StructField("keyless_records", T.LongType(), False),
         T.StructField("bad_version_headers", T.LongType(), False),
+        T.StructField("compression", T.IntegerType(), True),  # codec of the newest input batch
         T.StructField("last_materialized_at", T.TimestampType(), True),
         T.StructField("materialized_version", T.LongType(), True),
+        T.StructField("materialized_log_start", T.LongType(), True),
+        # Earliest delete horizon among the tombstones in the published output.
+        T.StructField("output_next_horizon", T.TimestampType(), True),
         T.StructField("uncleanable_reason", T.StringType(), True),
         T.StructField("updated_at", T.TimestampType(), False),
     ]

@@ -1,0 +1,58 @@
+"""KIP-107 on the tables: move log start offsets forward and purge the state below them."""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
+
+from segcompact.compaction.log_start import Outcome, low_watermark
+from segcompact.spark.merge import Tables
+
+
+def delete_records(
+    spark: SparkSession, tables: Tables, requests: dict[tuple[str, int], int], now_ms: int
+) -> dict[tuple[str, int], Outcome]:
+    """Apply ``{(topic, partition): offset}``; per partition the new low watermark or an error.
+
+    Later merges drop input below the log start (``BatchMerger._above_log_start``) and the next
+    materialisation is triggered by the move.
+    """
+    known = {
+        (r.topic, r.partition): (r.log_start_offset, r.log_end_offset)
+        for r in tables.partitions.read(spark).collect()
+    }
+    outcomes = {
+        tp: low_watermark(*known.get(tp, (None, None)), offset) for tp, offset in requests.items()
+    }
+    moves = [
+        (t, p, o.low_watermark)
+        for (t, p), o in outcomes.items()
+        if o.low_watermark is not None and o.low_watermark > known[(t, p)][0]
+    ]
+    if not moves:
+        return outcomes
+    source = spark.createDataFrame(moves, "topic string, partition int, low long")
+    (
+        tables.partitions.delta(spark)
+        .alias("t")
+        .merge(source.alias("s"), "t.topic = s.topic AND t.partition = s.partition")
+        .whenMatchedUpdate(
+            condition="s.low > t.log_start_offset",
+            set={
+                "log_start_offset": F.col("s.low"),
+                "updated_at": F.timestamp_millis(F.lit(now_ms)),
+            },
+        )
+        .execute()
+    )
+    below: Column = reduce(
+        lambda a, b: a | b,
+        [
+            (F.col("topic") == t) & (F.col("partition") == p) & (F.col("offset") < low)
+            for t, p, low in moves
+        ],
+    )
+    tables.state.delta(spark).delete(below)
+    return outcomes

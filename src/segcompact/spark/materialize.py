@@ -1,0 +1,260 @@
+"""Re-materialisation: due partitions' state written back as Kafka segments, published atomically.
+
+Layout under the output path, local file systems only for now::
+
+    <output>/<topic>-<partition>            symlink to the published version
+    <output>/.versions/<topic>-<partition>/v<N>/   <20-digit base>.log .index .timeindex
+
+A version is written into ``v<N>.tmp`` by the executor that holds the partition's rows, renamed
+to ``v<N>`` when complete, and published by replacing the symlink (``rename`` is atomic), so a
+reader sees the old set or the new one, never half of one. Superseded versions and leftovers of
+a crashed attempt are deleted after the publish.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from segcompact.clock import Clock
+from segcompact.compaction.output import OutputRecord, write_partition
+from segcompact.compaction.triggers import PartitionStats, Reason, decide
+from segcompact.config import CompactorConfig
+from segcompact.format.attributes import Compression
+from segcompact.spark.merge import Tables
+
+VERSIONS = ".versions"
+_RESULT = T.StructType(
+    [
+        T.StructField("topic", T.StringType()),
+        T.StructField("partition", T.IntegerType()),
+        T.StructField("bytes", T.LongType()),
+        T.StructField("segments", T.IntegerType()),
+        T.StructField("records", T.LongType()),
+        T.StructField("next_horizon", T.LongType()),
+    ]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How to write one partition's next version."""
+
+    topic: str
+    partition: int
+    version: int
+    log_end_offset: int
+    compression: int
+    segment_bytes: int
+    index_interval_bytes: int
+    staging: str
+    reasons: tuple[str, ...]
+
+
+def partition_dir(output: str, topic: str, partition: int) -> str:
+    return os.path.join(output, f"{topic}-{partition}")
+
+
+def version_dir(output: str, topic: str, partition: int, version: int) -> str:
+    return os.path.join(output, VERSIONS, f"{topic}-{partition}", f"v{version}")
+
+
+def _codec(topic_codec: str | None, input_codec: int | None) -> int:
+    if topic_codec is not None:
+        return int(Compression.from_str(topic_codec))
+    return int(input_codec or 0)
+
+
+def write_plan(plan: Plan, rows: pa.Table) -> dict[str, Any]:
+    """Write one partition's rows (any order) as the segments of ``plan``; runs on executors."""
+    if os.path.exists(plan.staging):
+        shutil.rmtree(plan.staging)  # a crashed attempt's leftovers
+    rows = rows.sort_by("offset")
+    horizons: list[int] = []
+
+    def records() -> Iterator[OutputRecord]:
+        for r in rows.to_pylist():
+            horizon = None
+            if r["delete_horizon"] is not None:
+                horizon = int(r["delete_horizon"].timestamp() * 1000)
+                horizons.append(horizon)
+            yield OutputRecord(
+                r["offset"],
+                int(r["timestamp"].timestamp() * 1000),
+                r["key"],
+                r["value"],
+                tuple((h["key"], h["value"]) for h in r["headers"] or ()),
+                0,
+                r["tombstone"],
+                horizon,
+            )
+
+    paths = write_partition(
+        plan.staging,
+        records(),
+        log_end_offset=plan.log_end_offset,
+        compression=Compression(plan.compression),
+        segment_bytes=plan.segment_bytes,
+        index_interval_bytes=plan.index_interval_bytes,
+    )
+    return {
+        "topic": plan.topic,
+        "partition": plan.partition,
+        "bytes": sum(os.path.getsize(p) for p in paths),
+        "segments": len(paths),
+        "records": rows.num_rows,
+        "next_horizon": min(horizons) if horizons else None,
+    }
+
+
+def publish(output: str, plan: Plan) -> None:
+    """Make ``plan``'s staged version the partition's current one, then drop older versions."""
+    final = version_dir(output, plan.topic, plan.partition, plan.version)
+    if os.path.exists(final):
+        shutil.rmtree(final)
+    os.rename(plan.staging, final)
+    link = partition_dir(output, plan.topic, plan.partition)
+    tmp_link = link + ".publishing"
+    if os.path.lexists(tmp_link):
+        os.remove(tmp_link)
+    os.symlink(os.path.relpath(final, output), tmp_link)
+    os.replace(tmp_link, link)
+    versions = os.path.dirname(final)
+    for name in os.listdir(versions):
+        if name != os.path.basename(final):
+            shutil.rmtree(os.path.join(versions, name), ignore_errors=True)
+
+
+class Materializer:
+    def __init__(
+        self, spark: SparkSession, config: CompactorConfig, tables: Tables, clock: Clock
+    ) -> None:
+        self.spark = spark
+        self.config = config
+        self.tables = tables
+        self.clock = clock
+
+    def plans(
+        self, *, topic: str | None = None, partition: int | None = None, force: bool = False
+    ) -> list[Plan]:
+        """The partitions due now (or all selected ones with ``force``), healthy ones only."""
+        now = self.clock.now_ms()
+        parts = self.tables.partitions.read(self.spark)
+        if topic is not None:
+            parts = parts.where(F.col("topic") == topic)
+        if partition is not None:
+            parts = parts.where(F.col("partition") == partition)
+        plans = []
+        for r in parts.where(F.col("uncleanable_reason").isNull()).collect():
+            cfg = self.config.topic(r.topic)
+            stats = PartitionStats(
+                r.dirty_bytes,
+                r.clean_bytes,
+                _ms(r.first_dirty_timestamp),
+                _ms(r.output_next_horizon),
+                r.log_start_offset != (r.materialized_log_start or 0),
+            )
+            reasons = [str(x) for x in decide(stats, cfg, now).reasons]
+            if force:
+                reasons.append(str(Reason.FORCED))
+            if not reasons:
+                continue
+            version = (r.materialized_version or 0) + 1
+            plans.append(
+                Plan(
+                    r.topic,
+                    r.partition,
+                    version,
+                    r.log_end_offset,
+                    _codec(cfg.output_codec, r.compression),
+                    cfg.segment_bytes,
+                    cfg.index_interval_bytes,
+                    version_dir(self.config.output.path, r.topic, r.partition, version) + ".tmp",
+                    tuple(reasons),
+                )
+            )
+        return plans
+
+    def run(
+        self, *, topic: str | None = None, partition: int | None = None, force: bool = False
+    ) -> list[dict[str, Any]]:
+        """Materialise what is due; one result dict per partition written."""
+        plans = self.plans(topic=topic, partition=partition, force=force)
+        if not plans:
+            return []
+        by_tp = {(p.topic, p.partition): p for p in plans}
+        due = self.spark.createDataFrame(
+            [(p.topic, p.partition) for p in plans], "topic string, partition int"
+        )
+        rows = self.tables.state.read(self.spark).join(F.broadcast(due), ["topic", "partition"])
+
+        def write_group(table: pa.Table) -> pa.Table:
+            first = table.slice(0, 1).to_pylist()[0]
+            result = write_plan(by_tp[(first["topic"], first["partition"])], table)
+            return pa.Table.from_pylist([result], schema=_arrow(_RESULT))
+
+        results = {
+            (r.topic, r.partition): r.asDict()
+            for r in rows.groupBy("topic", "partition").applyInArrow(write_group, _RESULT).collect()
+        }
+        for key, plan in by_tp.items():
+            if key not in results:  # no record left: the log end offset alone
+                results[key] = write_plan(plan, _empty_state(rows.schema))
+        now = self.clock.now_ms()
+        out = []
+        for key, plan in by_tp.items():
+            publish(self.config.output.path, plan)
+            out.append({**results[key], "version": plan.version, "reasons": list(plan.reasons)})
+        self._record(out, now)
+        return out
+
+    def _record(self, results: list[dict[str, Any]], now: int) -> None:
+        source = self.spark.createDataFrame(
+            [
+                (r["topic"], r["partition"], r["version"], r["bytes"], r["next_horizon"])
+                for r in results
+            ],
+            "topic string, partition int, version long, bytes long, next_horizon long",
+        )
+        ts = F.timestamp_millis(F.lit(now))
+        (
+            self.tables.partitions.delta(self.spark)
+            .alias("t")
+            .merge(source.alias("s"), "t.topic = s.topic AND t.partition = s.partition")
+            .whenMatchedUpdate(
+                set={
+                    "dirty_bytes": F.lit(0).cast("long"),
+                    "clean_bytes": F.col("s.bytes"),
+                    "first_dirty_timestamp": F.lit(None).cast("timestamp"),
+                    "first_dirty_appended_at": F.lit(None).cast("timestamp"),
+                    "last_materialized_at": ts,
+                    "materialized_version": F.col("s.version"),
+                    "materialized_log_start": F.col("t.log_start_offset"),
+                    "output_next_horizon": F.timestamp_millis(F.col("s.next_horizon")),
+                    "updated_at": ts,
+                }
+            )
+            .execute()
+        )
+
+
+def _arrow(schema: T.StructType) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema)
+
+
+def _empty_state(schema: T.StructType) -> pa.Table:
+    return _arrow(schema).empty_table()
+
+
+def _ms(value: Any) -> int | None:
+    return None if value is None else int(value.timestamp() * 1000)

@@ -1,0 +1,116 @@
+"""Re-materialisation and delete-records on Spark and Delta, checked against the model."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+from kafka.record.memory_records import MemoryRecords
+from pyspark.sql import SparkSession
+
+from segcompact.compaction.log_start import OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION
+from segcompact.compaction.model import ReferenceModel
+from segcompact.format.attributes import Compression
+from segcompact.format.segment import read_batches
+from segcompact.samples import generate_partition
+from segcompact.spark.delete_records import delete_records
+from segcompact.spark.materialize import VERSIONS
+from tests.spark.test_compactor import RETENTION_MS, START_MS, Scenario
+
+pytestmark = pytest.mark.spark
+
+
+def output(tmp: Path, topic: str, partition: int) -> list[tuple[int, bytes | None, bytes | None]]:
+    d = tmp / "out" / f"{topic}-{partition}"
+    return [
+        (r.offset, r.key, r.value)
+        for log in sorted(d.glob("*.log"))
+        for b in read_batches(log)
+        for r in b.records()
+    ]
+
+
+def last_offset(tmp: Path, topic: str, partition: int) -> int:
+    d = tmp / "out" / f"{topic}-{partition}"
+    return max(b.last_offset for log in d.glob("*.log") for b in read_batches(log))
+
+
+def expected(
+    model: ReferenceModel, topic: str, partition: int
+) -> list[tuple[int, bytes, bytes | None]]:
+    rows = [v for k, v in model.state.items() if k[0] == topic and k[1] == partition]
+    return sorted((v.offset, v.key, v.value) for v in rows)
+
+
+def test_materialised_segments_hold_the_state_and_follow_the_triggers(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    rnd = random.Random(99)
+    s = Scenario(spark, tmp_path)
+    segments = generate_partition(rnd, codec=Compression.ZSTD, records=200)
+    s.arrive([("by-offset", 0, seg) for seg in segments])
+    # Dirty ratio 1.0 with min.compaction.lag.ms 0: due at once; written by run_once's upkeep.
+    assert output(tmp_path, "by-offset", 0) == expected(s.model, "by-offset", 0)
+    assert last_offset(tmp_path, "by-offset", 0) == s.model.log_end[("by-offset", 0)] - 1
+    link = tmp_path / "out" / "by-offset-0"
+    assert link.is_symlink() and os.readlink(link).endswith("v1")
+    logs = sorted(link.glob("*.log"))
+    batches = [b for log in logs for b in read_batches(log)]
+    assert all(b.compression is Compression.ZSTD for b in batches)  # producer: keep the codec
+    horizons = {b.delete_horizon_ms for b in batches if b.delete_horizon_ms is not None}
+    assert horizons == {START_MS + RETENTION_MS}
+    # kafka-python reads the published files.
+    memory = MemoryRecords(logs[0].read_bytes())
+    assert memory.next_batch() is not None
+
+    # Past the horizon, with no input: tombstones leave state and a new version is published.
+    s.clock.advance(RETENTION_MS)
+    s.arrive([])
+    assert os.readlink(link).endswith("v2")
+    assert output(tmp_path, "by-offset", 0) == expected(s.model, "by-offset", 0)
+    assert all(value is not None for _, _, value in output(tmp_path, "by-offset", 0))
+    assert os.listdir(tmp_path / "out" / VERSIONS / "by-offset-0") == ["v2"]
+
+    # KIP-107: move the log start offset; errors for an unknown partition and past the end.
+    end = s.model.log_end[("by-offset", 0)]
+    outcomes = delete_records(
+        spark,
+        s.compactor.tables,
+        {("by-offset", 0): 100, ("nope", 0): 1, ("by-offset", 1): 5},
+        s.clock.now_ms(),
+    )
+    assert outcomes[("by-offset", 0)].low_watermark == 100
+    assert outcomes[("nope", 0)].error == UNKNOWN_TOPIC_OR_PARTITION
+    assert outcomes[("by-offset", 1)].error == UNKNOWN_TOPIC_OR_PARTITION
+    again = delete_records(spark, s.compactor.tables, {("by-offset", 0): 50}, s.clock.now_ms())
+    assert again[("by-offset", 0)].low_watermark == 100  # never moves back
+    past = delete_records(spark, s.compactor.tables, {("by-offset", 0): end + 1}, s.clock.now_ms())
+    assert past[("by-offset", 0)].error == OFFSET_OUT_OF_RANGE
+    s.model.delete_records("by-offset", 0, 100)
+    s.arrive([])  # the moved log start triggers a new version
+    assert os.readlink(link).endswith("v3")
+    assert output(tmp_path, "by-offset", 0) == expected(s.model, "by-offset", 0)
+    assert min(o for o, _, _ in output(tmp_path, "by-offset", 0)) >= 100
+    s.check()
+
+
+def test_a_crashed_version_leaves_the_published_one_readable(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    s = Scenario(spark, tmp_path)
+    segments = generate_partition(random.Random(5), records=60)
+    s.arrive([("by-flag", 0, seg) for seg in segments])
+    before = output(tmp_path, "by-flag", 0)
+    # A writer that died half-way through version 2 leaves a partial staging directory.
+    staging = tmp_path / "out" / VERSIONS / "by-flag-0" / "v2.tmp"
+    staging.mkdir()
+    (staging / "00000000000000000000.log").write_bytes(b"\x00" * 10)
+    assert output(tmp_path, "by-flag", 0) == before
+    results = s.compactor.materializer.run(force=True)
+    assert [(r["topic"], r["version"]) for r in results if r["topic"] == "by-flag"] == [
+        ("by-flag", 2)
+    ]
+    assert output(tmp_path, "by-flag", 0) == before
+    assert os.listdir(tmp_path / "out" / VERSIONS / "by-flag-0") == ["v2"]
