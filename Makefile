@@ -23,7 +23,7 @@ java:
 $(BIN)/.installed: pyproject.toml setup.py $(wildcard src/segcompact/format/*.c)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[spark,test]'
 	touch $@
 
 $(DELTA_JARS): jvm/delta/pom.xml

@@ -102,6 +102,8 @@ class GracefulStop:
         self.requested = threading.Event()
 
     def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # signal handlers can only be set there; the host stops the query itself
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._handle)
 
