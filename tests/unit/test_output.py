@@ -83,3 +83,9 @@ def test_an_empty_partition_is_one_empty_batch(tmp_path: Path) -> None:
 def test_record_past_the_log_end_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="past the log end offset 3"):
         write_partition(tmp_path, [out(5)], log_end_offset=3)
+
+
+def test_first_segment_starts_at_the_log_start_offset(tmp_path: Path) -> None:
+    paths = write_partition(tmp_path, [out(50), out(51)], log_end_offset=60, log_start_offset=40)
+    assert Path(paths[0]).name == f"{40:020d}.log"
+    assert [b.base_offset for b in read_batches(paths[0])] == [50, 59]

@@ -8,6 +8,9 @@ partition's retained records in offset order.
   earlier than any of its tombstones' horizons.
 - Segments roll at ``segment_bytes`` (and before a batch whose offsets would not fit the
   segment's 32-bit relative offsets), as Kafka's log does.
+- The partition starts at its log start offset: the first segment is named after it even when
+  its first record is later, as Kafka's cleaned logs are, so a broker serving the output reports
+  the same low watermark.
 - The partition ends at its log end offset: when the last record was compacted away, an empty
   batch at ``log_end_offset - 1`` holds its place (KIP-280's special case).
 """
@@ -76,6 +79,7 @@ def write_partition(
     records: Iterable[OutputRecord],
     *,
     log_end_offset: int,
+    log_start_offset: int = 0,
     compression: Compression = Compression.NONE,
     segment_bytes: int = 1 << 30,
     index_interval_bytes: int = 4096,
@@ -96,8 +100,11 @@ def write_partition(
             writer.close()
             writer = None
         if writer is None:
+            segment_base = base_offset
+            if not paths and 0 <= base_offset - log_start_offset <= _MAX_RELATIVE:
+                segment_base = log_start_offset
             writer = SegmentWriter(
-                directory, base_offset, index_interval_bytes=index_interval_bytes
+                directory, segment_base, index_interval_bytes=index_interval_bytes
             )
             paths.append(writer.log_path)
         writer.append(batch)

@@ -51,6 +51,7 @@ class Plan:
     topic: str
     partition: int
     version: int
+    log_start_offset: int
     log_end_offset: int
     compression: int
     segment_bytes: int
@@ -101,6 +102,7 @@ def write_plan(plan: Plan, rows: pa.Table) -> dict[str, Any]:
         plan.staging,
         records(),
         log_end_offset=plan.log_end_offset,
+        log_start_offset=plan.log_start_offset,
         compression=Compression(plan.compression),
         segment_bytes=plan.segment_bytes,
         index_interval_bytes=plan.index_interval_bytes,
@@ -173,6 +175,7 @@ class Materializer:
                     r.topic,
                     r.partition,
                     version,
+                    r.log_start_offset,
                     r.log_end_offset,
                     _codec(cfg.output_codec, r.compression),
                     cfg.segment_bytes,
