@@ -1,0 +1,440 @@
+"""One Kafka log, compacted twice: by Kafka's own log cleaner and by segcompact.
+
+The session fixture :func:`compacted` does the expensive part once for every interop test:
+
+1. A real broker (Kafka 4.3, KRaft, 127.0.0.1) hosts one compacted topic per case in
+   :data:`CASES`, each rolling every couple of KiB (``internal.segment.bytes``: since Kafka 4
+   ``segment.bytes`` must be at least 1 MiB; the internal key is the one Kafka's own tests use).
+   confluent-kafka (librdkafka) produces a deterministic mix to it: updates over 30 keys,
+   tombstones, a key that is only ever deleted, an empty key and value, repeated header keys,
+   null header values. The cleaner must not run yet: ``min.cleanable.dirty.ratio`` is 1.0,
+   because an uncleaned log's dirty ratio is exactly 1.0 and Kafka cleans when the ratio
+   *exceeds* the setting (0.99 would let it run), and ``log.cleaner.backoff.ms`` is long.
+2. The broker stops cleanly and every partition directory is copied aside: the raw log.
+3. The broker restarts with ``log.cleaner.backoff.ms=100``, the topics are altered to
+   ``min.cleanable.dirty.ratio=0.01``, and the fixture polls the log dir's
+   ``cleaner-offset-checkpoint`` until every topic is cleaned up to its active segment (the
+   cleaner never goes further). The broker stops cleanly; the cleaned partitions are copied.
+4. segcompact runs once (``rolled_only = true``, offset strategy) on the raw copy with a
+   :class:`ManualClock` after every produced timestamp.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from segcompact.clock import ManualClock
+from segcompact.config import CompactorConfig, load_config
+from segcompact.format.segment import base_offset_of, read_batches
+from tests.spark.conftest import spark  # noqa: F401  (the session's Spark fixture)
+from tests.support.kafka_broker import (
+    KafkaBroker,
+    KafkaBrokerError,
+    kafka_jars_available,
+    missing_kafka_message,
+)
+
+PARTITION = 0
+KEYS = 30
+RECORDS = 300
+SEGMENT_BYTES = 2048  # the topics' internal.segment.bytes
+# Tombstones must survive both compactions: a horizon far beyond any clock in the test.
+DELETE_RETENTION_MS = 365 * 24 * 3600 * 1000
+BASE_TIMESTAMP_MS = 1_700_000_000_000
+CLOCK_MS = BASE_TIMESTAMP_MS + 10_000_000  # segcompact's "now": after every record
+CLEAN_TIMEOUT_S = 90.0
+# Files of a partition directory that are part of the log. Kafka's cleaner leaves
+# `*.deleted` (removed after file.delete.delay.ms), and may leave `*.cleaned` / `*.swap`.
+LOG_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
+
+PRODUCER_BASE: dict[str, Any] = {
+    "acks": "all",
+    "linger.ms": 1000,
+    "batch.num.messages": 6,  # small batches, cut by count (and flush), not by time
+    "max.in.flight.requests.per.connection": 1,
+    "message.timeout.ms": 60000,
+}
+
+Header = tuple[str, bytes | None]
+# (offset, timestamp, key, value, headers): what both compactions must agree on.
+Rec = tuple[int, int, bytes, bytes | None, tuple[Header, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    topic: str
+    codec: str
+    producer: dict[str, Any] = field(default_factory=dict)
+    # plain: RECORDS non-transactional records. txns: transactions of TXN_RECORDS, some
+    # aborted, every marker in a rolled segment. open-commit / open-abort: plain records, then
+    # one transaction whose records reach into rolled segments and whose marker is the last
+    # thing in the log, so in the active segment.
+    kind: str = "plain"
+
+    @property
+    def transactional(self) -> bool:
+        return self.kind != "plain"
+
+
+CASES = (
+    Case("interop-none", "none"),
+    Case("interop-gzip", "gzip"),
+    Case("interop-snappy", "snappy"),
+    Case("interop-lz4", "lz4"),
+    Case("interop-zstd", "zstd"),
+    # Batches with a producer id: Kafka's cleaner keeps each producer's last batch (empty if
+    # need be) for its sequence state. segcompact writes batches without one.
+    Case("interop-idempotent", "lz4", {"enable.idempotence": True}),
+    Case("interop-txn", "zstd", {"transactional.id": "segcompact-interop-txn"}, kind="txns"),
+    Case(
+        "interop-open-abort",
+        "none",
+        {"transactional.id": "segcompact-interop-open-abort"},
+        kind="open-abort",
+    ),
+    Case(
+        "interop-open-commit",
+        "none",
+        {"transactional.id": "segcompact-interop-open-commit"},
+        kind="open-commit",
+    ),
+)
+TXN_RECORDS = 40  # records per transaction (txns)
+ABORTED_TXNS = (1, 4)  # which transactions abort (txns)
+OPEN_TXN_RECORDS = 60  # the last transaction of open-*: several segments' worth
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    key: bytes
+    value: bytes | None
+    headers: tuple[Header, ...]
+    timestamp: int
+
+
+def messages(case: Case) -> list[Message]:
+    """A deterministic mix per topic: hot and cold keys, tombstones, odd headers."""
+    rng = random.Random(f"segcompact-interop-{case.topic}")
+    out = []
+    for i in range(RECORDS):
+        # Skewed keys: low numbers are hot, high ones are written rarely (and may survive
+        # from early segments).
+        n = min(int(rng.expovariate(1 / 8)), KEYS - 1)
+        key = f"key-{n:02d}".encode()
+        value: bytes | None = (
+            f'{{"i":{i},"key":"{key.decode()}","payload":"lorem ipsum dolor sit amet '
+            f'{"x" * rng.randrange(0, 40)}"}}'
+        ).encode()
+        if rng.random() < 0.12:
+            value = None  # tombstone
+        headers: list[Header] = [("seq", str(i).encode())]
+        if i % 7 == 0:
+            headers += [("dup", b"first"), ("dup", b"second")]
+        if i % 13 == 0:
+            headers.append(("null-value", None))
+        if i == 50:
+            key, value = b"", b""  # an empty key is a key; an empty value is not a delete
+        if i in (60, 200):
+            key, value = b"only-ever-deleted", None
+        out.append(Message(key, value, tuple(headers), BASE_TIMESTAMP_MS + i * 1000))
+    return out
+
+
+@dataclass
+class Compacted:
+    """The same log before and after both compactions."""
+
+    work: Path
+    raw: Path  # <raw>/<topic>-0: the partitions as produced (segcompact's input)
+    kafka: Path  # <kafka>/<topic>-0: the partitions after Kafka's cleaner
+    output: Path  # segcompact's output root: <output>/<topic>-0 -> .versions/...
+    config: CompactorConfig
+    produced: dict[str, list[Rec]]  # data records per topic, as read from the raw log
+    active_base: dict[str, int]  # base offset of each topic's active segment
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def raw_dir(self, topic: str) -> Path:
+        return self.raw / f"{topic}-{PARTITION}"
+
+    def kafka_dir(self, topic: str) -> Path:
+        return self.kafka / f"{topic}-{PARTITION}"
+
+    def output_dir(self, topic: str) -> Path:
+        """The published version's real directory (the partition path is a symlink)."""
+        return Path(os.path.realpath(self.output / f"{topic}-{PARTITION}"))
+
+
+# -- reading logs ---------------------------------------------------------------------------
+
+
+def segment_logs(directory: Path) -> list[Path]:
+    """The ``.log`` files of a partition directory in offset order (not `.log.deleted`)."""
+    return sorted((p for p in directory.iterdir() if p.name.endswith(".log")), key=base_offset_of)
+
+
+def data_records(logs: list[Path]) -> list[Rec]:
+    """Every record of non-control batches, in log order."""
+    return [
+        (r.offset, r.timestamp, r.key, r.value, tuple(r.headers))
+        for log in logs
+        for batch in read_batches(log)
+        if not batch.is_control
+        for r in batch.records()
+    ]
+
+
+# -- producing ------------------------------------------------------------------------------
+
+
+def produce(broker: KafkaBroker, case: Case) -> None:
+    from confluent_kafka import Producer
+
+    errors: list[str] = []
+
+    def on_delivery(err: Any, _msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    config = broker.client_config(**PRODUCER_BASE, **{"compression.type": case.codec})
+    config.update(case.producer)
+    producer = Producer(config)
+
+    def send(m: Message) -> None:
+        producer.produce(
+            case.topic,
+            key=m.key,
+            value=m.value,
+            partition=PARTITION,
+            timestamp=m.timestamp,
+            headers=list(m.headers),
+            on_delivery=on_delivery,
+        )
+
+    msgs = messages(case)
+    if case.kind == "txns":
+        producer.init_transactions(60)
+        for txn, start in enumerate(range(0, len(msgs), TXN_RECORDS)):
+            producer.begin_transaction()
+            for m in msgs[start : start + TXN_RECORDS]:
+                send(m)
+            # abort_transaction() purges unsent records: flush so aborted ones are in the log.
+            if producer.flush(60) != 0:
+                raise KafkaBrokerError(f"{case.topic}: transaction {txn} not delivered")
+            if txn in ABORTED_TXNS:
+                producer.abort_transaction(60)
+            else:
+                producer.commit_transaction(60)
+        # Plain records after the last marker, more than a segment's worth, so that every
+        # marker is in a rolled segment (open-* cover the other case).
+        plain = Producer(broker.client_config(**PRODUCER_BASE, **{"compression.type": case.codec}))
+        for i in range(3 * SEGMENT_BYTES // 100):
+            plain.produce(
+                case.topic,
+                key=f"tail-{i % 5}".encode(),
+                value=b"t" * 100,
+                partition=PARTITION,
+                timestamp=BASE_TIMESTAMP_MS + (RECORDS + i) * 1000,
+                on_delivery=on_delivery,
+            )
+        if plain.flush(60) != 0:
+            raise KafkaBrokerError(f"{case.topic}: tail records not delivered")
+    elif case.kind in ("open-commit", "open-abort"):
+        # The head comes from a second, non-transactional producer.
+        plain = Producer(broker.client_config(**PRODUCER_BASE, **{"compression.type": case.codec}))
+        head, txn = msgs[: RECORDS - OPEN_TXN_RECORDS], msgs[RECORDS - OPEN_TXN_RECORDS :]
+        for m in head:
+            plain.produce(
+                case.topic,
+                key=m.key,
+                value=m.value,
+                partition=PARTITION,
+                timestamp=m.timestamp,
+                headers=list(m.headers),
+                on_delivery=on_delivery,
+            )
+        if plain.flush(60) != 0:
+            raise KafkaBrokerError(f"{case.topic}: records not delivered within 60s")
+        producer.init_transactions(60)
+        producer.begin_transaction()
+        for m in txn:
+            send(m)
+        if producer.flush(60) != 0:
+            raise KafkaBrokerError(f"{case.topic}: transaction not delivered")
+        if case.kind == "open-abort":
+            producer.abort_transaction(60)
+        else:
+            producer.commit_transaction(60)
+    else:
+        for m in msgs:
+            send(m)
+        if producer.flush(60) != 0:
+            raise KafkaBrokerError(f"{case.topic}: records not delivered within 60s")
+    if errors:
+        raise KafkaBrokerError(f"{case.topic}: delivery failed: {errors[:5]}")
+
+
+# -- Kafka's cleaner ------------------------------------------------------------------------
+
+
+def cleaner_checkpoint(log_dir: Path) -> dict[tuple[str, int], int]:
+    """``cleaner-offset-checkpoint``: per partition, the offset the cleaner has cleaned up to.
+
+    Format: a version line, a count line, then ``<topic> <partition> <offset>`` lines.
+    """
+    path = log_dir / "cleaner-offset-checkpoint"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return {}
+    out = {}
+    for line in lines[2:]:
+        topic, partition, offset = line.rsplit(" ", 2)
+        out[(topic, int(partition))] = int(offset)
+    return out
+
+
+def alter_topic_config(broker: KafkaBroker, topic: str, settings: dict[str, str]) -> None:
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+    )
+
+    resource = ConfigResource(
+        "topic",
+        topic,
+        incremental_configs=[
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+            for k, v in settings.items()
+        ],
+    )
+    for future in broker.admin().incremental_alter_configs([resource]).values():
+        future.result(30)
+
+
+def copy_partition(src: Path, dest: Path) -> None:
+    """The log files of one partition directory (not `.deleted` leftovers, not snapshots)."""
+    dest.mkdir(parents=True)
+    for f in src.iterdir():
+        if f.suffix in LOG_SUFFIXES:
+            shutil.copyfile(f, dest / f.name)
+
+
+# -- segcompact -----------------------------------------------------------------------------
+
+
+def write_config(tmp: Path, raw: Path) -> CompactorConfig:
+    lines = [
+        "[source]",
+        f'paths = ["{raw}"]',
+        "rolled_only = true",
+        "[state]",
+        f'table = "{tmp / "state"}"',
+        f'partitions_table = "{tmp / "partitions"}"',
+        f'pending_table = "{tmp / "pending"}"',
+        f'ledger_table = "{tmp / "ledger"}"',
+        "[output]",
+        f'path = "{tmp / "out"}"',
+        "[stream]",
+        f'checkpoint = "{tmp / "chk"}"',
+        "[defaults]",
+        '"compaction.strategy" = "offset"',
+        f'"delete.retention.ms" = {DELETE_RETENTION_MS}',
+        '"min.compaction.lag.ms" = 0',
+        '"min.cleanable.dirty.ratio" = 0.01',
+        # Small, as the input's; but segcompact packs batches of up to 1 MiB (not
+        # configurable), so each partition's output here is one batch in one segment.
+        '"segment.bytes" = 4096',
+        '"index.interval.bytes" = 512',
+    ]
+    tmp.mkdir(parents=True, exist_ok=True)
+    path = tmp / "compactor.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return load_config(path)
+
+
+# -- the fixture ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def compacted(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Compacted]:  # noqa: F811
+    if not kafka_jars_available():
+        # Not a skip: the test command fetches Kafka, so its absence is a failure.
+        pytest.fail(missing_kafka_message())
+    from segcompact.spark.job import Compactor
+
+    work = tmp_path_factory.mktemp("interop")
+    timings: dict[str, float] = {}
+    began = time.monotonic()
+    topic_config = {
+        "cleanup.policy": "compact",
+        "internal.segment.bytes": SEGMENT_BYTES,
+        "min.cleanable.dirty.ratio": "1.0",
+        "delete.retention.ms": DELETE_RETENTION_MS,
+        "min.compaction.lag.ms": 0,
+        "compression.type": "producer",
+    }
+    with KafkaBroker(work / "broker", properties={"log.cleaner.backoff.ms": 3_600_000}) as broker:
+        for case in CASES:
+            broker.create_topic(case.topic, config=topic_config)
+            produce(broker, case)
+    timings["produce (broker start, produce, stop)"] = time.monotonic() - began
+
+    raw, kafka = work / "raw", work / "kafka"
+    produced, active_base = {}, {}
+    for case in CASES:
+        src = broker.partition_dir(case.topic, PARTITION)
+        copy_partition(src, raw / src.name)
+        logs = segment_logs(raw / src.name)
+        if len(logs) < 4:
+            raise AssertionError(f"{case.topic}: only {len(logs)} segments; expected many rolls")
+        active_base[case.topic] = base_offset_of(logs[-1])
+        produced[case.topic] = data_records(logs)
+        if case.transactional:
+            continue
+        # Nothing was cleaned: the raw copy holds every record produced.
+        want = [(m.key, m.value, m.headers) for m in messages(case)]
+        got = [(k, v, h) for _, _, k, v, h in produced[case.topic]]
+        if got != want:
+            raise AssertionError(f"{case.topic}: raw log is not what was produced")
+
+    began = time.monotonic()
+    with KafkaBroker(work / "broker", properties={"log.cleaner.backoff.ms": 100}) as broker:
+        for case in CASES:
+            alter_topic_config(broker, case.topic, {"min.cleanable.dirty.ratio": "0.01"})
+        deadline = time.monotonic() + CLEAN_TIMEOUT_S
+        want_ckpt = {(t, PARTITION): o for t, o in active_base.items()}
+        while True:
+            ckpt = cleaner_checkpoint(broker.log_dir)
+            if all(ckpt.get(tp) == o for tp, o in want_ckpt.items()):
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"Kafka's cleaner did not clean up to the active segments within "
+                    f"{CLEAN_TIMEOUT_S}s: checkpoint {ckpt}, want {want_ckpt}"
+                )
+            time.sleep(0.1)
+    timings["Kafka's cleaner (broker start, clean, stop)"] = time.monotonic() - began
+    for case in CASES:
+        src = broker.partition_dir(case.topic, PARTITION)
+        copy_partition(src, kafka / src.name)
+
+    began = time.monotonic()
+    config = write_config(work / "segcompact", raw)
+    Compactor(spark, config, ManualClock(CLOCK_MS)).run_once()
+    timings["segcompact run_once"] = time.monotonic() - began
+
+    yield Compacted(
+        work, raw, kafka, Path(config.output.path), config, produced, active_base, timings
+    )
+    # Shown with `pytest -s`.
+    print("\ninterop timings: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()))
