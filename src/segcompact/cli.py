@@ -53,7 +53,7 @@ def _run(args: argparse.Namespace) -> int:
     stop = GracefulStop()
     stop.install()
     query = compactor.start(once=False)
-    stop.wait(query, compactor.upkeep, config.stream.materialize_check_interval_ms)
+    stop.wait(compactor, query, config.stream.materialize_check_interval_ms)
     return 0
 
 

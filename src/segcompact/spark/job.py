@@ -6,6 +6,7 @@ call :func:`start_query` with a session and a loaded config.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -47,6 +48,13 @@ class Compactor:
         self.tables.ensure(spark)
         self.merger = BatchMerger(spark, self.tables, config.topic, self.clock)
         self.materializer = Materializer(spark, config, self.tables, self.clock)
+        # One writer at a time: a batch and the upkeep timer run on different threads, and
+        # Delta's idempotent-write ids are session settings every thread would pick up.
+        self._writing = threading.Lock()
+        self._stop_lock = threading.Lock()
+        self._stopping = False
+        self._in_batch = False
+        self._may_start = 0  # batches still allowed to start once stopping
 
     def start(self, *, once: bool, on_batch: Callable[[int], None] | None = None) -> StreamingQuery:
         """Start the streaming query (``availableNow`` when ``once``)."""
@@ -62,8 +70,13 @@ class Compactor:
             reader = reader.option("maxSegmentsPerTrigger", str(limit))
 
         def batch(df: DataFrame, batch_id: int) -> None:
-            self.merger(df, batch_id)
-            self.materializer.run()  # triggers are evaluated after every micro-batch
+            self._enter_batch()
+            try:
+                with self._writing:
+                    self.merger(df, batch_id)
+                    self.materializer.run()  # triggers are evaluated after every micro-batch
+            finally:
+                self._in_batch = False
             if on_batch is not None:
                 on_batch(batch_id)
 
@@ -79,20 +92,52 @@ class Compactor:
             writer = writer.trigger(processingTime=self.config.stream.trigger_interval)
         return writer.start()
 
+    def request_stop(self, trigger_active: bool) -> None:
+        """Stop after the batch in flight: a trigger already active may still run its batch;
+        any later batch is refused before it writes (its offsets stay uncommitted, so a
+        restart reads it again)."""
+        with self._stop_lock:
+            if not self._stopping:
+                self._stopping = True
+                self._may_start = 1 if trigger_active and not self._in_batch else 0
+
+    def _enter_batch(self) -> None:
+        with self._stop_lock:
+            if self._stopping:
+                if self._may_start == 0:
+                    raise StopRequested(STOP_MARKER)
+                self._may_start -= 1
+            self._in_batch = True
+
     def upkeep(self) -> None:
         """What is due without input: expired tombstones leave the state, and partitions whose
         triggers fire (max lag, a passed horizon, a moved log start) are re-materialised."""
-        self.merger.expire(self.clock.now_ms())
-        self.materializer.run()
+        with self._writing:
+            self.merger.expire(self.clock.now_ms())
+            self.materializer.run()
 
     def run_once(self, on_batch: Callable[[int], None] | None = None) -> None:
         """Process everything available, then the upkeep that is due; return when done."""
         query = self.start(once=True, on_batch=on_batch)
-        query.awaitTermination()
-        error = query.exception()
-        if error is not None:
-            raise SegcompactError(f"streaming query failed: {error}")
+        _finish(query)
         self.upkeep()
+
+
+STOP_MARKER = "segcompact: stop requested"
+
+
+class StopRequested(Exception):
+    """Raised at the start of a micro-batch once a stop was requested."""
+
+
+def _finish(query: StreamingQuery) -> None:
+    """Wait for the query to end; a failure other than a requested stop is an error."""
+    with contextlib.suppress(Exception):  # StreamingQueryException: see query.exception()
+        query.awaitTermination()
+    error = query.exception()
+    if error is not None and STOP_MARKER not in str(error):
+        first = (str(error).strip().splitlines() or [""])[0]
+        raise SegcompactError(f"streaming query failed: {first}")
 
 
 class GracefulStop:
@@ -110,18 +155,19 @@ class GracefulStop:
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.requested.set()
 
-    def wait(self, query: StreamingQuery, upkeep: Callable[[], None], interval_ms: int) -> None:
-        """Until the query ends: run ``upkeep`` every ``interval_ms``; on a stop request, stop
-        the query once no batch is running. Polls once a second."""
+    def wait(self, compactor: Compactor, query: StreamingQuery, interval_ms: int) -> None:
+        """Until the query ends: run the compactor's upkeep every ``interval_ms``; on a stop
+        request, stop after the batch in flight. Polls once a second."""
         due = time.monotonic() + interval_ms / 1000
         while query.isActive:
-            query.awaitTermination(1)
+            with contextlib.suppress(Exception):  # a failed query: reported by _finish
+                query.awaitTermination(1)
             if self.requested.is_set():
-                if not query.status["isTriggerActive"]:
+                active = bool(query.status["isTriggerActive"])
+                compactor.request_stop(active)
+                if not active:
                     query.stop()
             elif query.isActive and time.monotonic() >= due:
-                upkeep()
+                compactor.upkeep()
                 due = time.monotonic() + interval_ms / 1000
-        error = query.exception()
-        if error is not None:
-            raise SegcompactError(f"streaming query failed: {error}")
+        _finish(query)

@@ -252,7 +252,7 @@ class Materializer:
 def _arrow(schema: T.StructType) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    return to_arrow_schema(schema)
+    return to_arrow_schema(schema, timezone="UTC")
 
 
 def _empty_state(schema: T.StructType) -> pa.Table:

@@ -1,0 +1,415 @@
+"""What the end-to-end tests share: generated log dirs, config files, the CLI in a
+subprocess, the streaming checkpoint and Delta logs read from disk, and the state and
+partitions tables set beside the reference model.
+
+The CLI runs on the system clock, so rows are compared without ``cleaned_at`` and
+``delete_horizon``; :func:`check_horizons` holds those two to each other instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from segcompact.compaction.model import LogRecord, ReferenceModel, StateRow, read_log_records
+from segcompact.config import CompactorConfig, load_config
+from segcompact.format.attributes import Compression
+from segcompact.samples import generate_partition
+
+RETENTION_MS = 3_600_000
+
+# topic: (transactions, codec, [topics."<name>"] settings)
+TOPICS: dict[str, tuple[bool, Compression, dict[str, str]]] = {
+    "orders": (True, Compression.LZ4, {}),
+    "users": (
+        False,
+        Compression.NONE,
+        {"compaction.strategy": "timestamp", "compaction.tombstone.mode": "header"},
+    ),
+}
+
+StateKey = tuple[str, int, bytes]
+Partition = tuple[str, int]
+
+
+# --- logs -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Log:
+    """A generated log dir: every partition's segment files, in offset order."""
+
+    root: Path
+    segments: dict[Partition, list[Path]]
+
+    def rolled(self) -> dict[Partition, list[Path]]:
+        """What ``rolled_only = true`` reads: all but each partition's active segment."""
+        return {tp: paths[:-1] for tp, paths in self.segments.items()}
+
+    def records(self, segments: Mapping[Partition, list[Path]]) -> list[LogRecord]:
+        return [
+            r
+            for (topic, partition), paths in sorted(segments.items())
+            for path in paths
+            for r in read_log_records(path, topic, partition)
+        ]
+
+
+def write_log(
+    root: Path,
+    seed: int,
+    *,
+    topics: Iterable[str] = TOPICS,
+    partitions: int = 2,
+    **shape: Any,
+) -> Log:
+    """``generate_partition`` for each topic of :data:`TOPICS` and partition, under ``root``."""
+    rnd = random.Random(seed)
+    segments: dict[Partition, list[Path]] = {}
+    for topic in topics:
+        transactions, codec, _ = TOPICS[topic]
+        for p in range(partitions):
+            generated = generate_partition(rnd, transactions=transactions, codec=codec, **shape)
+            assert len(generated) >= 2, "a partition needs a rolled segment and an active one"
+            segments[(topic, p)] = [s.write(root / f"{topic}-{p}") for s in generated]
+    return Log(root, segments)
+
+
+# --- configuration --------------------------------------------------------------------------
+
+
+def write_config(
+    work: Path,
+    sources: Iterable[Path],
+    *,
+    rolled_only: bool = True,
+    stream: Mapping[str, object] | None = None,
+    topics: Mapping[str, Mapping[str, str]] | None = None,
+) -> Path:
+    """A config file with every location under ``work``; returns its path."""
+    roots = ", ".join(json.dumps(str(p)) for p in sources)
+    lines = [
+        "[source]",
+        f"paths = [{roots}]",
+        f"rolled_only = {str(rolled_only).lower()}",
+        "[state]",
+        f'table = "{work / "state"}"',
+        f'partitions_table = "{work / "partitions"}"',
+        f'pending_table = "{work / "pending"}"',
+        f'ledger_table = "{work / "ledger"}"',
+        "[output]",
+        f'path = "{work / "out"}"',
+        "[stream]",
+        f'checkpoint = "{work / "chk"}"',
+        *(f"{key} = {json.dumps(value)}" for key, value in (stream or {}).items()),
+        "[defaults]",
+        f'"delete.retention.ms" = {RETENTION_MS}',
+    ]
+    for name, settings in (topics if topics is not None else _topic_settings()).items():
+        lines.append(f"[topics.{json.dumps(name)}]")
+        lines += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in settings.items()]
+    path = work / "compactor.toml"
+    work.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _topic_settings() -> dict[str, dict[str, str]]:
+    return {name: settings for name, (_, _, settings) in TOPICS.items() if settings}
+
+
+# --- the CLI --------------------------------------------------------------------------------
+
+CLI = (sys.executable, "-m", "segcompact.cli")
+# A bound on a run that hangs, not a pass condition: the machine may be shared and slow.
+RUN_TIMEOUT_S = 900
+
+
+def cli_env(spark_conf_dir: Path | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYSPARK_PYTHON"] = sys.executable
+    env.pop("PYSPARK_DRIVER_PYTHON", None)
+    env.pop("PYSPARK_GATEWAY_PORT", None)  # never attach to the test session's JVM
+    if spark_conf_dir is not None:
+        env["SPARK_CONF_DIR"] = str(spark_conf_dir)
+    else:
+        env.pop("SPARK_CONF_DIR", None)
+    return env
+
+
+def run_cli(
+    *args: str | os.PathLike[str], cwd: Path, spark_conf_dir: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *map(str, args)],
+        cwd=cwd,
+        env=cli_env(spark_conf_dir),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
+
+
+class Background:
+    """``segcompact`` in a process group of its own (the JVM and Python workers included),
+    with stdout and stderr in files."""
+
+    def __init__(self, *args: str | os.PathLike[str], cwd: Path, spark_conf_dir: Path) -> None:
+        self.stdout_path = cwd / "background.out"
+        self.stderr_path = cwd / "background.err"
+        with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(
+                [*CLI, *map(str, args)],
+                cwd=cwd,
+                env=cli_env(spark_conf_dir),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill_group(self) -> None:
+        """SIGKILL to everything the run started, as an OOM killer or a lost node would."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=60)
+
+    def terminate(self) -> None:
+        """SIGTERM to the segcompact process only, as ``kill PID`` or Kubernetes does."""
+        self.proc.send_signal(signal.SIGTERM)
+
+    def wait(self) -> int:
+        return self.proc.wait(timeout=RUN_TIMEOUT_S)
+
+    def __enter__(self) -> Background:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # Whatever happened, nothing the run started (the JVM, Python workers) outlives it.
+        self.kill_group()
+
+
+def wait_for(
+    what: str, condition: Callable[[], Any], *, running: Background, timeout_s: float = 600
+) -> Any:
+    """Poll ``condition`` until it returns a true value; fail if ``running`` exits first or the
+    deadline passes. The deadline only bounds a hang: nothing passes by waiting."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = condition()
+        if found:
+            return found
+        if not running.running():
+            raise AssertionError(
+                f"the run exited ({running.proc.returncode}) before {what}:\n{running.stderr()}"
+            )
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} within {timeout_s} s:\n{running.stderr()[-4000:]}")
+        time.sleep(0.05)
+
+
+# --- what a run leaves on disk --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The streaming query's checkpoint: which batches were planned (offsets/N) and which
+    finished (commits/N)."""
+
+    folder: Path
+
+    @classmethod
+    def of(cls, config_path: Path) -> Checkpoint:
+        return cls(Path(load_config(config_path).stream.checkpoint) / "query")
+
+    def _batches(self, kind: str) -> set[int]:
+        try:
+            names = os.listdir(self.folder / kind)
+        except FileNotFoundError:
+            return set()
+        return {int(n) for n in names if n.isdigit()}
+
+    def offsets(self) -> set[int]:
+        return self._batches("offsets")
+
+    def commits(self) -> set[int]:
+        return self._batches("commits")
+
+    def in_flight(self) -> set[int]:
+        return self.offsets() - self.commits()
+
+
+def delta_txn_versions(table: str | os.PathLike[str], app_id: str) -> set[int]:
+    """The idempotent-write versions committed to a Delta table under ``app_id``."""
+    log = Path(table) / "_delta_log"
+    found: set[int] = set()
+    try:
+        names = os.listdir(log)
+    except FileNotFoundError:
+        return found
+    for name in names:
+        if not (name.endswith(".json") and name[:-5].isdigit()):
+            continue
+        try:
+            lines = (log / name).read_text().splitlines()
+        except FileNotFoundError:
+            continue
+        for line in lines:
+            try:
+                action = json.loads(line)
+            except ValueError:
+                continue  # being written
+            txn = action.get("txn")
+            if txn and txn.get("appId") == app_id:
+                found.add(int(txn["version"]))
+    return found
+
+
+# --- tables and the model -------------------------------------------------------------------
+
+# State columns compared as they are; cleaned_at and delete_horizon are wall-clock times.
+COMPARED = (
+    "offset",
+    "timestamp",
+    "timestampType",
+    "value",
+    "headers",
+    "order_value",
+    "tombstone",
+)
+
+
+def _ms(value: Any) -> int | None:
+    return None if value is None else round(value.timestamp() * 1000)
+
+
+def _b(value: Any) -> bytes | None:
+    return None if value is None else bytes(value)
+
+
+def state_table(spark: SparkSession, config: CompactorConfig) -> dict[StateKey, dict[str, Any]]:
+    """Every row of the state table, times in epoch milliseconds."""
+    rows = spark.read.format("delta").load(config.state.table).collect()
+    out = {}
+    for r in rows:
+        key = (r.topic, r.partition, bytes(r.key))
+        assert key not in out, f"two state rows for {key}"
+        out[key] = {
+            "offset": r.offset,
+            "timestamp": _ms(r.timestamp),
+            "timestampType": r.timestampType,
+            "value": _b(r.value),
+            "headers": tuple((h.key, _b(h.value)) for h in r.headers),
+            "order_value": r.order_value,
+            "tombstone": r.tombstone,
+            "delete_horizon": _ms(r.delete_horizon),
+            "cleaned_at": _ms(r.cleaned_at),
+        }
+    return out
+
+
+def model_state(model: ReferenceModel) -> dict[StateKey, dict[str, Any]]:
+    def row(s: StateRow) -> dict[str, Any]:
+        return {
+            "offset": s.offset,
+            "timestamp": s.timestamp,
+            "timestampType": s.timestamp_type,
+            "value": s.value,
+            "headers": s.headers,
+            "order_value": s.order_value,
+            "tombstone": s.tombstone,
+            "delete_horizon": s.delete_horizon,
+            "cleaned_at": s.cleaned_at,
+        }
+
+    return {k: row(v) for k, v in model.state.items()}
+
+
+def without_times(rows: Mapping[StateKey, Mapping[str, Any]]) -> dict[StateKey, tuple[Any, ...]]:
+    return {k: tuple(v[c] for c in COMPARED) for k, v in rows.items()}
+
+
+def check_horizons(rows: Mapping[StateKey, Mapping[str, Any]], retention_ms: int) -> None:
+    """A tombstone's horizon is the time of the merge that kept it plus delete.retention.ms
+    (no generated batch carries a horizon of its own); other rows have none."""
+    for key, row in rows.items():
+        if row["tombstone"]:
+            assert row["delete_horizon"] - row["cleaned_at"] == retention_ms, key
+        else:
+            assert row["delete_horizon"] is None, key
+
+
+def pending_records(spark: SparkSession, config: CompactorConfig) -> set[tuple[str, int, int, int]]:
+    """(topic, partition, producer id, offset) of the transactional records still undecided."""
+    rows = (
+        spark.read.format("delta")
+        .load(config.state.pending_table)
+        .where("NOT is_control")
+        .collect()
+    )
+    return {(r.topic, r.partition, r.producer_id, r.offset) for r in rows}
+
+
+def model_pending(model: ReferenceModel) -> set[tuple[str, int, int, int]]:
+    return {
+        (r.topic, r.partition, r.producer_id, r.offset)
+        for records in model.pending.values()
+        for r in records
+    }
+
+
+def partitions_table(spark: SparkSession, config: CompactorConfig) -> dict[Partition, Any]:
+    rows = spark.read.format("delta").load(config.state.partitions_table).collect()
+    return {(r.topic, r.partition): r for r in rows}
+
+
+def output_records(config: CompactorConfig) -> dict[Partition, list[tuple[Any, ...]]]:
+    """The records of each partition's published output version, in offset order."""
+    out: dict[Partition, list[tuple[Any, ...]]] = {}
+    root = Path(config.output.path)
+    for folder in sorted(root.glob("*-*")):
+        topic, _, partition = folder.name.rpartition("-")
+        if not partition.isdigit():
+            continue  # a link being published
+        out[(topic, int(partition))] = [
+            (r.offset, r.key, r.value, r.headers)
+            for path in sorted(folder.glob("*.log"))
+            for r in read_log_records(path, topic, int(partition))
+        ]
+    return out
+
+
+def model_output(model: ReferenceModel) -> dict[Partition, list[tuple[Any, ...]]]:
+    """What a materialised partition holds: its state rows (tombstones too) by offset."""
+    out: dict[Partition, list[tuple[Any, ...]]] = {}
+    for (topic, partition, key), s in sorted(model.state.items(), key=lambda i: i[1].offset):
+        out.setdefault((topic, partition), []).append((s.offset, key, s.value, s.headers))
+    return out
+
+
+def model_of(config: CompactorConfig, records: Iterable[LogRecord], now_ms: int) -> ReferenceModel:
+    """The model after one micro-batch of ``records``; how the records were split into
+    micro-batches does not change the state that is left, only the merge times."""
+    model = ReferenceModel(config.topic)
+    model.apply(records, now_ms)
+    model.expire(now_ms)
+    return model

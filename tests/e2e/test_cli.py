@@ -1,0 +1,217 @@
+"""The ``segcompact`` command line as a user runs it: a subprocess on a generated log dir."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from segcompact.compaction.model import ReferenceModel
+from segcompact.config import CompactorConfig, load_config
+from segcompact.format.segment import SegmentReader
+from tests.e2e.harness import (
+    RETENTION_MS,
+    Log,
+    check_horizons,
+    model_of,
+    model_output,
+    model_pending,
+    model_state,
+    output_records,
+    pending_records,
+    run_cli,
+    state_table,
+    without_times,
+    write_config,
+    write_log,
+)
+
+
+@dataclass(frozen=True)
+class OnceRun:
+    """``segcompact run --config F --once`` done on a generated log."""
+
+    work: Path
+    config_path: Path
+    config: CompactorConfig
+    log: Log
+    model: ReferenceModel
+    result: subprocess.CompletedProcess[str]
+
+
+@pytest.fixture(scope="module")
+def once(tmp_path_factory: pytest.TempPathFactory, spark_conf_dir: Path) -> OnceRun:
+    work = tmp_path_factory.mktemp("cli")
+    log = write_log(work / "in", 20261122)
+    config_path = write_config(work, [log.root])
+    result = run_cli(
+        "run", "--config", config_path, "--once", cwd=work, spark_conf_dir=spark_conf_dir
+    )
+    config = load_config(config_path)
+    # The active segment of every partition waits for its roll (rolled_only = true).
+    model = model_of(config, log.records(log.rolled()), now_ms=0)
+    return OnceRun(work, config_path, config, log, model, result)
+
+
+@pytest.mark.spark
+def test_run_once_compacts_the_rolled_segments(spark: SparkSession, once: OnceRun) -> None:
+    assert once.result.returncode == 0, once.result.stderr
+    assert "Traceback" not in once.result.stderr
+    # The generated log must exercise what is compared below.
+    assert once.model.pending, "a transaction should wait for a marker in an active segment"
+    assert any(r.tombstone for r in once.model.state.values())
+    assert {t for t, _, _ in once.model.state} == {"orders", "users"}
+
+    rows = state_table(spark, once.config)
+    assert without_times(rows) == without_times(model_state(once.model))
+    check_horizons(rows, RETENTION_MS)
+    assert pending_records(spark, once.config) == model_pending(once.model)
+    # Every partition is due (never materialised: dirty ratio 1): its output is its state.
+    assert output_records(once.config) == model_output(once.model)
+
+
+@pytest.mark.spark
+def test_status_json_reports_every_partition(
+    spark: SparkSession, once: OnceRun, spark_conf_dir: Path
+) -> None:
+    assert once.result.returncode == 0, once.result.stderr
+    result = run_cli(
+        "status",
+        "--config",
+        once.config_path,
+        "--format",
+        "json",
+        cwd=once.work,
+        spark_conf_dir=spark_conf_dir,
+    )
+    assert result.returncode == 0, result.stderr
+    status = json.loads(result.stdout)
+
+    rows = state_table(spark, once.config)
+    keys = Counter((t, p) for t, p, _ in rows)
+    tombstones = Counter((t, p) for (t, p, _), r in rows.items() if r["tombstone"])
+    horizons: dict[tuple[str, int], int] = {}
+    for (t, p, _), r in rows.items():
+        if r["delete_horizon"] is not None:
+            horizons[(t, p)] = min(horizons.get((t, p), r["delete_horizon"]), r["delete_horizon"])
+
+    rolled = once.log.rolled()
+    assert [(s["topic"], s["partition"]) for s in status] == sorted(rolled)
+    for s in status:
+        tp = (s["topic"], s["partition"])
+        *_, last_batch = SegmentReader(rolled[tp][-1])
+        data = [r for r in once.log.records({tp: rolled[tp]}) if not r.is_control]
+        assert s["log_end_offset"] == last_batch.last_offset + 1, tp
+        # Offsets are dense: the active segment, not read yet, starts there.
+        assert s["log_end_offset"] == int(once.log.segments[tp][-1].stem), tp
+        assert s["log_start_offset"] == 0
+        assert s["records"] == len(data), tp
+        assert s["keys"] == keys[tp] == sum(1 for k in once.model.state if k[:2] == tp), tp
+        assert s["keyless_records"] == once.model.keyless[tp], tp
+        assert s["tombstones_pending"] == tombstones[tp], tp
+        assert s["next_horizon_ms"] == horizons.get(tp), tp
+        assert 0.0 <= s["dirty_ratio"] <= 1.0
+        assert s["uncleanable"] is None
+    assert sum(once.model.keyless.values()) > 0, "the generated log should have keyless records"
+
+
+# --- mistakes a user makes: one line, exit code 2, before any JVM starts -------------------
+
+_GOOD = """\
+[source]
+paths = ["in"]
+[state]
+table = "state"
+partitions_table = "partitions"
+pending_table = "pending"
+ledger_table = "ledger"
+[output]
+path = "out"
+[stream]
+checkpoint = "chk"
+"""
+
+BAD_CONFIGS = {
+    "toml-syntax": (_GOOD + "[defaults\n", ["invalid TOML"]),
+    "unknown-key": (
+        _GOOD + '[defaults]\n"delete.retention.msec" = 5\n',
+        ["delete.retention.msec", "unknown key"],
+    ),
+    "unknown-section-key": (_GOOD.replace("[stream]\n", "[stream]\ntrigger = 1\n"), ["trigger"]),
+    "wrong-type": (
+        _GOOD + '[defaults]\n"delete.retention.ms" = "one day"\n',
+        ["delete.retention.ms", '"one day"', "expected an integer"],
+    ),
+    "wrong-type-bool": (
+        _GOOD.replace('paths = ["in"]', 'paths = ["in"]\nrolled_only = "yes"'),
+        ["rolled_only", "expected true or false"],
+    ),
+    "max-lag-below-min-lag": (
+        _GOOD
+        + '[defaults]\n"min.compaction.lag.ms" = 60000\n'
+        + '[topics."orders"]\n"max.compaction.lag.ms" = 1000\n',
+        ["max.compaction.lag.ms", "1000", "min.compaction.lag.ms", "60000"],
+    ),
+}
+
+
+def _assert_usage_error(result: subprocess.CompletedProcess[str], *mentions: str) -> None:
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    for mention in mentions:
+        assert mention in lines[0], (mention, lines[0])
+    # Refused before Spark started: no JVM, no log4j, no stack trace of either language.
+    for sign in ("Traceback", "SparkSession", "log4j", "WARN", "Exception", "\tat "):
+        assert sign not in result.stderr, (sign, result.stderr)
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("command", ["run", "status"])
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_a_bad_config_is_one_line_and_exit_2(tmp_path: Path, case: str, command: str) -> None:
+    text, mentions = BAD_CONFIGS[case]
+    config = tmp_path / "compactor.toml"
+    config.write_text(text)
+    result = run_cli(command, "--config", config, cwd=tmp_path)
+    _assert_usage_error(result, str(config), *mentions)
+
+
+@pytest.mark.parametrize("command", ["run", "status"])
+def test_a_missing_config_file_is_one_line_and_exit_2(tmp_path: Path, command: str) -> None:
+    missing = tmp_path / "nowhere" / "compactor.toml"
+    once = ["--once"] if command == "run" else []
+    result = run_cli(command, "--config", missing, *once, cwd=tmp_path)
+    _assert_usage_error(result, str(missing), "cannot read config file")
+
+
+@pytest.mark.parametrize(
+    ("args", "mentions"),
+    [
+        (["compact"], ["invalid choice", "'compact'"]),
+        ([], ["command"]),
+        (["run"], ["--config"]),
+        (["run", "--once"], ["--config"]),
+        (["run", "--config"], ["--config", "expected one argument"]),
+        (["status", "--config", "c.toml", "--format", "yaml"], ["--format", "'yaml'"]),
+        (["run", "--config", "c.toml", "--forever"], ["unrecognized arguments", "--forever"]),
+    ],
+    ids=[
+        "unknown-command",
+        "no-command",
+        "run-no-config",
+        "once-no-config",
+        "config-no-value",
+        "bad-format",
+        "unknown-option",
+    ],
+)
+def test_a_bad_argument_is_one_line_and_exit_2(
+    tmp_path: Path, args: list[str], mentions: list[str]
+) -> None:
+    _assert_usage_error(run_cli(*args, cwd=tmp_path), *mentions)
