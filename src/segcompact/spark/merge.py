@@ -133,21 +133,10 @@ class BatchMerger:
         old = self.tables.pending.read(self.spark)
         if txn.isEmpty() and old.isEmpty():
             return plain.select(*_CANDIDATE_COLUMNS), None
-        incoming = txn.select(
-            "topic",
-            "partition",
-            "producer_id",
-            "is_control",
-            F.when(F.col("is_control"), F.col("key") == F.lit(_COMMIT_KEY)).alias("commit"),
-            "key",
-            "value",
-            "offset",
-            "timestamp",
-            "timestampType",
-            "headers",
-            "attributes",
-            "delete_horizon",
-        )
+        # The pending table's own columns, with each marker's decision computed.
+        incoming = txn.withColumn(
+            "commit", F.when(F.col("is_control"), F.col("key") == F.lit(_COMMIT_KEY))
+        ).select(*PENDING_SCHEMA.fieldNames())
         everything = old.unionByName(incoming).dropDuplicates(
             ["topic", "partition", "producer_id", "offset"]
         )
