@@ -88,7 +88,7 @@ def _materialize(args: argparse.Namespace) -> int:
     from segcompact.spark.session import get_spark
 
     compactor = Compactor(get_spark(), config)
-    compactor.merger.expire(compactor.clock.now_ms())
+    compactor.merger.settle(compactor.clock.now_ms())
     results = compactor.materializer.run(
         topic=args.topic, partition=args.partition, force=args.force
     )

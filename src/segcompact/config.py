@@ -156,6 +156,7 @@ class StateConfig:
     table: str = "data/state"
     partitions_table: str = "data/partitions"
     pending_table: str = "data/pending_txn"  # records of transactions still undecided
+    young_table: str = "data/young"  # records younger than min.compaction.lag.ms, kept raw
     ledger_table: str = "data/deletion_ledger"  # deletion ledger for the GDPR SLA
 
 
@@ -224,6 +225,7 @@ class CompactorConfig:
                 table=loc(self.state.table, table=True),
                 partitions_table=loc(self.state.partitions_table, table=True),
                 pending_table=loc(self.state.pending_table, table=True),
+                young_table=loc(self.state.young_table, table=True),
                 ledger_table=loc(self.state.ledger_table, table=True),
             ),
             output=OutputConfig(path=loc(self.output.path)),
@@ -468,6 +470,7 @@ _SECTIONS: dict[str, dict[str, _Key]] = {
         _Key("table", "table", _text),
         _Key("partitions_table", "partitions_table", _text),
         _Key("pending_table", "pending_table", _text),
+        _Key("young_table", "young_table", _text),
         _Key("ledger_table", "ledger_table", _text),
     ),
     "output": _keys(_Key("path", "path", _text)),
@@ -517,6 +520,7 @@ _LOCATIONS = (
     ("state", "table", True),
     ("state", "partitions_table", True),
     ("state", "pending_table", True),
+    ("state", "young_table", True),
     ("state", "ledger_table", True),
     ("output", "path", False),
     ("stream", "checkpoint", False),

@@ -48,6 +48,7 @@ def reset(config: CompactorConfig) -> Path:
         s.table,
         s.partitions_table,
         s.pending_table,
+        s.young_table,
         s.ledger_table,
         config.output.path,
         config.stream.checkpoint,

@@ -46,8 +46,13 @@ def generate_partition(
     batches_per_segment: int = 4,
     transactions: bool = False,
     codec: Compression = Compression.NONE,
+    ordered_timestamps: bool = False,
 ) -> list[Segment]:
-    """A partition's log as segments, offsets dense from 0 (markers take offsets too)."""
+    """A partition's log as segments, offsets dense from 0 (markers take offsets too).
+
+    Record timestamps are out of order, within 50 s from 1,000,000 ms; ``ordered_timestamps``
+    makes them 1,000,000 ms + 100 ms per offset instead, as a log that is appended to over time.
+    """
     segments: list[Segment] = []
     offset = 0
     open_txn: int | None = None  # producer id of the transaction in progress
@@ -75,7 +80,7 @@ def generate_partition(
             next_pid += 1
         batch = []
         for _ in range(per_batch):
-            batch.append(_record(rnd, offset, keys))
+            batch.append(_record(rnd, offset, keys, ordered_timestamps))
             offset += 1
         seg.batches.append(
             build_batch(
@@ -90,7 +95,7 @@ def generate_partition(
     return segments
 
 
-def _record(rnd: random.Random, offset: int, keys: int) -> Record:
+def _record(rnd: random.Random, offset: int, keys: int, ordered_timestamps: bool) -> Record:
     key = None if rnd.random() < 0.03 else b"key-%d" % rnd.randrange(keys)
     value = None if rnd.random() < 0.15 else b"value-%d" % offset
     headers: list[tuple[str, bytes | None]] = []
@@ -103,5 +108,6 @@ def _record(rnd: random.Random, offset: int, keys: int) -> Record:
         headers.append(("tombstone", rnd.choice([b"true", b"1", b"\x01", b"no"])))
     if rnd.random() < 0.2:
         headers.append(("trace", None))
-    ts = 1_000_000 + rnd.randrange(0, 50_000)  # out of order on purpose
+    # Out of order on purpose, unless asked for a log appended to over time.
+    ts = 1_000_000 + (100 * offset if ordered_timestamps else rnd.randrange(0, 50_000))
     return Record(offset, ts, key, value, tuple(headers), 1 if rnd.random() < 0.1 else 0)

@@ -28,6 +28,9 @@ TOPICS = {
 }
 RETENTION_MS = 10_000
 START_MS = 1_100_000  # after every generated record timestamp (see segcompact.samples)
+# "by-age" keeps records younger than MIN_LAG_MS raw and must compact them by MAX_LAG_MS.
+MIN_LAG_MS = 95_000
+MAX_LAG_MS = 100_000
 
 
 def write_config(tmp: Path) -> CompactorConfig:
@@ -39,6 +42,7 @@ def write_config(tmp: Path) -> CompactorConfig:
         f'table = "{tmp / "state"}"',
         f'partitions_table = "{tmp / "partitions"}"',
         f'pending_table = "{tmp / "pending"}"',
+        f'young_table = "{tmp / "young"}"',
         f'ledger_table = "{tmp / "ledger"}"',
         "[output]",
         f'path = "{tmp / "out"}"',
@@ -55,6 +59,11 @@ def write_config(tmp: Path) -> CompactorConfig:
         ]
         if strategy == "header":
             lines.append('"compaction.strategy.header" = "v"')
+    lines += [
+        '[topics."by-age"]',
+        f'"min.compaction.lag.ms" = {MIN_LAG_MS}',
+        f'"max.compaction.lag.ms" = {MAX_LAG_MS}',
+    ]
     path = tmp / "compactor.toml"
     path.write_text("\n".join(lines) + "\n")
     return load_config(path)
@@ -125,6 +134,10 @@ class Scenario:
 
     def check(self) -> None:
         assert state_rows(self.spark, self.config) == model_rows(self.model)
+        young = self.spark.read.format("delta").load(self.config.state.young_table).collect()
+        assert sorted((r.topic, r.partition, r.offset) for r in young) == sorted(
+            (*tp, offset) for tp, records in self.model.young.items() for offset in records
+        )
 
 
 def test_streaming_state_matches_the_reference_model(spark: SparkSession, tmp_path: Path) -> None:

@@ -17,7 +17,8 @@ from segcompact.format.segment import read_batches
 from segcompact.samples import generate_partition
 from segcompact.spark.delete_records import delete_records
 from segcompact.spark.materialize import VERSIONS
-from tests.spark.test_compactor import RETENTION_MS, START_MS, Scenario
+from segcompact.spark.status import partition_status
+from tests.spark.test_compactor import MIN_LAG_MS, RETENTION_MS, START_MS, Scenario
 
 pytestmark = pytest.mark.spark
 
@@ -114,3 +115,49 @@ def test_a_crashed_version_leaves_the_published_one_readable(
     ]
     assert output(tmp_path, "by-flag", 0) == before
     assert os.listdir(tmp_path / "out" / VERSIONS / "by-flag-0") == ["v2"]
+    # KIP-87's attribute mode: tombstones are written back with attribute bit 0, as read.
+    flagged = {
+        r.offset: r.attributes & 1
+        for log in (tmp_path / "out" / "by-flag-0").glob("*.log")
+        for b in read_batches(log)
+        for r in b.records()
+    }
+    tombstones = {v.offset for v in s.model.state.values() if v.topic == "by-flag" and v.tombstone}
+    assert tombstones and {o for o, bit in flagged.items() if bit} == tombstones
+
+
+def test_records_younger_than_the_lag_stay_raw_until_they_may_be_compacted(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    s = Scenario(spark, tmp_path)
+    # Timestamps 1,000,000 + 100 ms per offset; segments of 24 records.
+    segments = generate_partition(random.Random(11), ordered_timestamps=True)
+    s.arrive([("by-age", 0, seg) for seg in segments])
+    s.check()
+    # Records after START_MS - MIN_LAG_MS (offset 51 on) are young: their segment (base 48) and
+    # every later one stay raw; what is before is compacted. Due by the dirty ratio, as the
+    # first record is older than the lag.
+    young = s.model.young[("by-age", 0)]
+    assert START_MS - MIN_LAG_MS == 1_000_000 + 100 * 50
+    assert min(young) == 48 and max(young) == 119
+    out = output(tmp_path, "by-age", 0)
+    assert out == s.model.output("by-age", 0)
+    raw_keys = [k for o, k, _ in out if o >= 48]
+    assert len(raw_keys) > len(set(raw_keys)), "superseded young records must still be there"
+    link = tmp_path / "out" / "by-age-0"
+    assert os.readlink(link).endswith("v1")
+    (status,) = [
+        r
+        for r in partition_status(spark, s.config, s.compactor.tables, s.clock.now_ms())
+        if r["topic"] == "by-age"
+    ]
+    assert status["young_records"] == len(young) and status["due"] is None
+
+    # No input; the newest record ages past the lag, and the oldest raw one past
+    # max.compaction.lag.ms: everything is compacted and re-materialised.
+    s.clock.advance(7_000)
+    s.arrive([])
+    s.check()
+    assert not s.model.young
+    assert os.readlink(link).endswith("v2")
+    assert output(tmp_path, "by-age", 0) == s.model.output("by-age", 0)

@@ -230,6 +230,7 @@ def test_schema_shares_the_kafka_source_columns(spark: SparkSession, tmp_path: P
         "magic",
         "compression",
         "segment",
+        "segment_base",
         "segment_end",
         "segment_bytes",
         "error",
@@ -256,10 +257,8 @@ def test_available_now_reads_rolled_segments_as_kafka_rows(
         _kafka_row("pay-ments", 3, r) for r in written["pay-ments-3/0"]
     )
     assert {(r.segment_end, r.segment_bytes, r.error) for r in run.records} == {(False, None, None)}
-    assert {os.path.basename(r.segment) for r in run.records} == {
-        f"{0:020d}.log",
-        f"{10:020d}.log",
-    }
+    assert {r.segment for r in run.records} == {None}  # the file is on the summary row
+    assert {r.segment_base for r in run.records if r.topic == "orders"} == {0, 10}
 
 
 def test_one_summary_row_per_segment_after_its_records(spark: SparkSession, tmp_path: Path) -> None:
@@ -279,9 +278,9 @@ def test_one_summary_row_per_segment_after_its_records(spark: SparkSession, tmp_
         assert row.key is None and row.value is None and row.headers == []
         assert row.timestamp == datetime(1970, 1, 1)
     # Within a segment's task the summary comes last.
-    by_segment: dict[str, list[Row]] = {}
+    by_segment: dict[tuple[str, int, int], list[Row]] = {}
     for row in run.rows:
-        by_segment.setdefault(row.segment, []).append(row)
+        by_segment.setdefault((row.topic, row.partition, row.segment_base), []).append(row)
     for rows in by_segment.values():
         assert [r.segment_end for r in rows] == [False] * (len(rows) - 1) + [True]
 

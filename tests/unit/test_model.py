@@ -13,8 +13,10 @@ from segcompact.compaction.rules import (
     CompactionStrategy,
     TombstoneMode,
     TopicConfig,
+    first_uncleanable_offset,
     header_version,
     is_tombstone,
+    is_young,
     order_key,
 )
 
@@ -34,6 +36,7 @@ def rec(
     control: bool = False,
     horizon: int | None = None,
     partition: int = 0,
+    segment: int = 0,
 ) -> LogRecord:
     return LogRecord(
         "t",
@@ -50,6 +53,7 @@ def rec(
         control,
         horizon,
         offset,
+        segment,
     )
 
 
@@ -198,3 +202,52 @@ def test_keyless_records_are_dropped_and_counted_and_log_start_is_honoured() -> 
     m.apply([rec(1, b"a")], 0)  # late input below the log start never re-enters
     assert set(values(m)) == {b"b"}
     assert m.delete_records("t", 0, 1) == 2  # never moves back
+
+
+def test_young_means_within_the_lag_of_now_and_a_zero_lag_makes_nothing_young() -> None:
+    assert is_young(5_001, now_ms=6_000, min_compaction_lag_ms=1_000)
+    assert not is_young(5_000, now_ms=6_000, min_compaction_lag_ms=1_000)  # Kafka: ts > now-lag
+    assert not is_young(9_999, now_ms=6_000, min_compaction_lag_ms=0)  # even a future one
+    records = [(0, 100, 0), (1, 5_500, 0), (2, 100, 2), (3, 5_900, 3)]
+    # The first young record's segment, not the record, is where cleaning stops.
+    assert first_uncleanable_offset(records, 6_000, 1_000) == 0
+    assert first_uncleanable_offset(records[2:], 6_000, 1_000) == 3
+    assert first_uncleanable_offset(records, 7_000, 1_000) is None
+    assert first_uncleanable_offset(records, 6_000, 0) is None
+
+
+def test_records_younger_than_the_lag_stay_raw_with_their_segment_and_all_after() -> None:
+    m = model(min_compaction_lag_ms=1_000)
+    old = [
+        rec(0, value=b"a0", ts=100),
+        rec(1, b"j", b"b1", ts=200),
+        rec(2, value=b"a2", ts=300),
+    ]
+    segment_3 = [rec(3, value=b"a3", ts=150, segment=3), rec(4, value=b"a4", ts=5_000, segment=3)]
+    segment_5 = [rec(5, value=None, ts=200, segment=5)]  # old, but after a young record
+    m.apply(old + segment_3 + segment_5, now_ms=5_500)
+    assert values(m) == {b"k": b"a2", b"j": b"b1"}
+    assert m.output("t", 0) == [
+        (1, b"j", b"b1"),
+        (2, b"k", b"a2"),
+        (3, b"k", b"a3"),
+        (4, b"k", b"a4"),
+        (5, b"k", None),
+    ]
+    m.graduate(5_999)  # offset 4 is still within the lag
+    assert sorted(m.young[("t", 0)]) == [3, 4, 5]
+    m.graduate(6_000)
+    assert not m.young
+    assert m.state[("t", 0, b"k")].tombstone and m.output("t", 0) == [
+        (1, b"j", b"b1"),
+        (5, b"k", None),
+    ]
+    assert m.state[("t", 0, b"k")].delete_horizon == 6_000 + 86_400_000  # first compacted now
+
+
+def test_log_start_purges_young_records_too() -> None:
+    m = model(min_compaction_lag_ms=1_000)
+    m.apply([rec(0, ts=900), rec(1, b"j", ts=900), rec(2, b"i", ts=900)], now_ms=1_000)
+    assert sorted(m.young[("t", 0)]) == [0, 1, 2]
+    m.delete_records("t", 0, 2)
+    assert m.output("t", 0) == [(2, b"i", b"v")]

@@ -14,10 +14,16 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from segcompact.compaction.rules import Header, header_version, is_tombstone, order_key
+from segcompact.compaction.rules import (
+    Header,
+    first_uncleanable_offset,
+    header_version,
+    is_tombstone,
+    order_key,
+)
 from segcompact.config import CompactionStrategy, TopicConfig
 from segcompact.format.attributes import ControlType
-from segcompact.format.segment import SegmentReader
+from segcompact.format.segment import SegmentReader, base_offset_of
 
 _CONTROL_KEY = struct.Struct(">hh")
 
@@ -40,11 +46,13 @@ class LogRecord:
     is_control: bool
     delete_horizon: int | None
     batch_last_offset: int
+    segment_base: int  # base offset of the segment the record was read from
 
 
 def read_log_records(
     path: str | os.PathLike[str], topic: str, partition: int
 ) -> Iterator[LogRecord]:
+    segment_base = base_offset_of(path)
     for batch in SegmentReader(path):
         for r in batch.records():
             yield LogRecord(
@@ -62,6 +70,7 @@ def read_log_records(
                 batch.is_control,
                 batch.delete_horizon_ms,
                 batch.last_offset,
+                segment_base,
             )
 
 
@@ -94,6 +103,8 @@ class ReferenceModel:
     # Undecided transactional records, and every marker seen, per producer.
     pending: dict[ProducerKey, list[LogRecord]] = field(default_factory=dict)
     markers: dict[ProducerKey, list[tuple[int, bool]]] = field(default_factory=dict)
+    # Records younger than min.compaction.lag.ms (and all after them), raw, by offset.
+    young: dict[tuple[str, int], dict[int, LogRecord]] = field(default_factory=dict)
     log_start: dict[tuple[str, int], int] = field(default_factory=dict)
     log_end: dict[tuple[str, int], int] = field(default_factory=dict)
     keyless: Counter[tuple[str, int]] = field(default_factory=Counter)
@@ -123,7 +134,7 @@ class ReferenceModel:
                 self.pending.setdefault(pk, []).append(r)
             elif marks[i][1]:
                 candidates.append(r)
-        winners: dict[StateKey, tuple[tuple[int, int, int], LogRecord, int | None]] = {}
+        ripe = []
         for r in candidates:
             tp = (r.topic, r.partition)
             if r.offset < self.log_start.get(tp, 0):
@@ -132,15 +143,53 @@ class ReferenceModel:
                 self.keyless[tp] += 1
                 continue
             rules = self.rules_for(r.topic)
-            version = None
-            if rules.compaction_strategy is CompactionStrategy.HEADER:
-                version = header_version(r.headers, rules.strategy_header)
             if (
-                version is None
-                and rules.compaction_strategy is CompactionStrategy.HEADER
+                rules.compaction_strategy is CompactionStrategy.HEADER
+                and header_version(r.headers, rules.strategy_header) is None
                 and any(k == rules.strategy_header for k, _ in r.headers)
             ):
                 self.bad_versions[tp] += 1
+            if rules.min_compaction_lag_ms > 0:
+                self.young.setdefault(tp, {})[r.offset] = r
+            else:
+                ripe.append(r)
+        self._compact(ripe, now_ms)
+        self.graduate(now_ms)
+
+    def graduate(self, now_ms: int) -> None:
+        """Compact the young records that may be compacted now: those below the first segment
+        holding a record younger than ``min.compaction.lag.ms``."""
+        for tp, young in list(self.young.items()):
+            lag = self.rules_for(tp[0]).min_compaction_lag_ms
+            boundary = first_uncleanable_offset(
+                ((r.offset, r.timestamp, r.segment_base) for r in young.values()), now_ms, lag
+            )
+            ripe = [r for o, r in young.items() if boundary is None or o < boundary]
+            self._compact(ripe, now_ms)
+            rest = {o: r for o, r in young.items() if boundary is not None and o >= boundary}
+            if rest:
+                self.young[tp] = rest
+            else:
+                del self.young[tp]
+
+    def output(self, topic: str, partition: int) -> list[tuple[int, bytes, bytes | None]]:
+        """``(offset, key, value)`` of what a materialisation writes: state and young records."""
+        rows = [
+            (v.offset, v.key, v.value) for k, v in self.state.items() if k[:2] == (topic, partition)
+        ]
+        young = self.young.get((topic, partition), {}).values()
+        rows += [(r.offset, r.key, r.value) for r in young if r.key is not None]
+        return sorted(rows)
+
+    def _compact(self, records: Iterable[LogRecord], now_ms: int) -> None:
+        """Merge keyed records into state: per key the winner under the topic's strategy."""
+        winners: dict[StateKey, tuple[tuple[int, int, int], LogRecord, int | None]] = {}
+        for r in records:
+            assert r.key is not None
+            rules = self.rules_for(r.topic)
+            version = None
+            if rules.compaction_strategy is CompactionStrategy.HEADER:
+                version = header_version(r.headers, rules.strategy_header)
             rank = order_key(rules.compaction_strategy, r.offset, r.timestamp, version)
             sk = (r.topic, r.partition, r.key)
             if sk not in winners or rank > winners[sk][0]:
@@ -195,4 +244,6 @@ class ReferenceModel:
             for k, v in self.state.items()
             if not (k[0] == topic and k[1] == partition and v.offset < low)
         }
+        if tp in self.young:
+            self.young[tp] = {o: r for o, r in self.young[tp].items() if o >= low}
         return low

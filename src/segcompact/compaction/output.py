@@ -42,6 +42,16 @@ class OutputRecord:
     delete_horizon: int | None
 
 
+def size_estimate(r: OutputRecord) -> int:
+    """About the bytes ``r`` takes in a batch: its payload plus a record's fixed overhead."""
+    return (
+        24
+        + len(r.key)
+        + len(r.value or b"")
+        + sum(len(k) + len(v or b"") + 4 for k, v in r.headers)
+    )
+
+
 def _batches(
     records: Iterable[OutputRecord], compression: Compression, batch_bytes: int
 ) -> Iterator[tuple[int, bytes]]:
@@ -59,12 +69,7 @@ def _batches(
         return group[-1].offset, batch
 
     for r in records:
-        estimate = (
-            24
-            + len(r.key)
-            + len(r.value or b"")
-            + sum(len(k) + len(v or b"") + 4 for k, v in r.headers)
-        )
+        estimate = size_estimate(r)
         if group and (size + estimate > batch_bytes or r.offset - group[0].offset > _MAX_RELATIVE):
             yield flush()
             group, size = [], 0

@@ -8,7 +8,7 @@ as column expressions (``segcompact.spark.rules``) and the tests hold the two to
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from segcompact.config import CompactionStrategy, TombstoneMode, TopicConfig
 
@@ -63,3 +63,24 @@ def is_tombstone(
     if rules.tombstone_mode is TombstoneMode.ATTRIBUTE:
         return bool(attributes & 0x01)
     return value is None
+
+
+def is_young(timestamp_ms: int, now_ms: int, min_compaction_lag_ms: int) -> bool:
+    """Whether a record is too young to be compacted (``min.compaction.lag.ms``).
+
+    Kafka's cleaner stops at the first segment whose largest timestamp is within the lag of
+    now (``LogCleanerManager.cleanableOffsets``); a lag of 0 makes nothing young.
+    """
+    return min_compaction_lag_ms > 0 and timestamp_ms > now_ms - min_compaction_lag_ms
+
+
+def first_uncleanable_offset(
+    records: Iterable[tuple[int, int, int]], now_ms: int, min_compaction_lag_ms: int
+) -> int | None:
+    """The offset from which a partition's log stays raw, or None when all of it may be cleaned.
+
+    ``records`` are ``(offset, timestamp, segment base offset)``: as in Kafka, a young record
+    keeps its whole segment, and every later one, out of the cleaning.
+    """
+    bases = [base for _, ts, base in records if is_young(ts, now_ms, min_compaction_lag_ms)]
+    return min(bases) if bases else None

@@ -1,4 +1,4 @@
-"""KIP-107 on the tables: move log start offsets forward and purge the state below them."""
+"""KIP-107 on the tables: move log start offsets forward; purge state and young rows below."""
 
 from __future__ import annotations
 
@@ -54,5 +54,6 @@ def delete_records(
             for t, p, low in moves
         ],
     )
-    tables.state.delta(spark).delete(below)
+    for table in (tables.state, tables.young):
+        table.delta(spark).delete(below)
     return outcomes

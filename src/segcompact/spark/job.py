@@ -27,7 +27,7 @@ from segcompact.spark.source import NAME, register
 
 def tables_of(config: CompactorConfig) -> Tables:
     s = config.state
-    return Tables.at(s.table, s.partitions_table, s.pending_table)
+    return Tables.at(s.table, s.partitions_table, s.pending_table, s.young_table)
 
 
 def manifest_dir(config: CompactorConfig) -> str:
@@ -110,10 +110,11 @@ class Compactor:
             self._in_batch = True
 
     def upkeep(self) -> None:
-        """What is due without input: expired tombstones leave the state, and partitions whose
-        triggers fire (max lag, a passed horizon, a moved log start) are re-materialised."""
+        """What is due without input: aged young records are compacted, expired tombstones
+        leave the state, and partitions whose triggers fire (max lag, a passed horizon, a moved
+        log start) are re-materialised."""
         with self._writing:
-            self.merger.expire(self.clock.now_ms())
+            self.merger.settle(self.clock.now_ms())
             self.materializer.run()
 
     def run_once(self, on_batch: Callable[[int], None] | None = None) -> None:

@@ -1,5 +1,9 @@
 """Re-materialisation: due partitions' state written back as Kafka segments, published atomically.
 
+A partition's output is its state rows (compacted) and its young rows (records younger than
+``min.compaction.lag.ms`` and every later one, raw), in offset order: Kafka's cleaned log up to
+the first uncleanable offset, then the log as it was.
+
 Layout under the output path, local file systems only for now::
 
     <output>/<topic>-<partition>            symlink to the published version
@@ -25,11 +29,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from segcompact.clock import Clock
-from segcompact.compaction.output import OutputRecord, write_partition
+from segcompact.compaction.output import OutputRecord, size_estimate, write_partition
 from segcompact.compaction.triggers import PartitionStats, Reason, decide
-from segcompact.config import CompactorConfig
+from segcompact.config import CompactorConfig, TombstoneMode
 from segcompact.format.attributes import Compression
 from segcompact.spark.merge import Tables
+from segcompact.spark.tables import STATE_SCHEMA
 
 VERSIONS = ".versions"
 _RESULT = T.StructType(
@@ -40,8 +45,11 @@ _RESULT = T.StructType(
         T.StructField("segments", T.IntegerType()),
         T.StructField("records", T.LongType()),
         T.StructField("next_horizon", T.LongType()),
+        T.StructField("dirty_bytes", T.LongType()),  # the young rows: written, not compacted
+        T.StructField("first_dirty", T.LongType()),
     ]
 )
+_ROW_COLUMNS = [f.name for f in STATE_SCHEMA if f.name != "cleaned_at"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +66,8 @@ class Plan:
     index_interval_bytes: int
     staging: str
     reasons: tuple[str, ...]
+    tombstone_attribute: bool  # KIP-87's attribute mode: tombstones carry attribute bit 0
+    young_after_ms: int | None  # records with a later timestamp are younger than the lag
 
 
 def partition_dir(output: str, topic: str, partition: int) -> str:
@@ -80,23 +90,31 @@ def write_plan(plan: Plan, rows: pa.Table) -> dict[str, Any]:
         shutil.rmtree(plan.staging)  # a crashed attempt's leftovers
     rows = rows.sort_by("offset")
     horizons: list[int] = []
+    dirty_bytes = 0
+    raw_timestamps: list[int] = []
 
     def records() -> Iterator[OutputRecord]:
+        nonlocal dirty_bytes
         for r in rows.to_pylist():
             horizon = None
             if r["delete_horizon"] is not None:
                 horizon = int(r["delete_horizon"].timestamp() * 1000)
-                horizons.append(horizon)
-            yield OutputRecord(
+                if r["tombstone"] and not r["raw"]:  # raw ones expire only once compacted
+                    horizons.append(horizon)
+            record = OutputRecord(
                 r["offset"],
                 int(r["timestamp"].timestamp() * 1000),
                 r["key"],
                 r["value"],
                 tuple((h["key"], h["value"]) for h in r["headers"] or ()),
-                0,
+                1 if plan.tombstone_attribute and r["tombstone"] else 0,
                 r["tombstone"],
                 horizon,
             )
+            if r["raw"]:
+                dirty_bytes += size_estimate(record)
+                raw_timestamps.append(record.timestamp)
+            yield record
 
     paths = write_partition(
         plan.staging,
@@ -114,7 +132,16 @@ def write_plan(plan: Plan, rows: pa.Table) -> dict[str, Any]:
         "segments": len(paths),
         "records": rows.num_rows,
         "next_horizon": min(horizons) if horizons else None,
+        "dirty_bytes": dirty_bytes,
+        "first_dirty": _first_dirty(raw_timestamps, plan.young_after_ms),
     }
+
+
+def _first_dirty(raw_timestamps: list[int], young_after_ms: int | None) -> int | None:
+    """Where KIP-354's clock starts for the rows left raw: at the earliest young one (the rows
+    before it wait for it, not for their own age), else at the earliest raw one."""
+    young = [t for t in raw_timestamps if young_after_ms is not None and t > young_after_ms]
+    return min(young or raw_timestamps, default=None)
 
 
 def publish(output: str, plan: Plan) -> None:
@@ -182,6 +209,8 @@ class Materializer:
                     cfg.index_interval_bytes,
                     version_dir(self.config.output.path, r.topic, r.partition, version) + ".tmp",
                     tuple(reasons),
+                    cfg.tombstone_mode is TombstoneMode.ATTRIBUTE,
+                    now - cfg.min_compaction_lag_ms if cfg.min_compaction_lag_ms > 0 else None,
                 )
             )
         return plans
@@ -197,7 +226,9 @@ class Materializer:
         due = self.spark.createDataFrame(
             [(p.topic, p.partition) for p in plans], "topic string, partition int"
         )
-        rows = self.tables.state.read(self.spark).join(F.broadcast(due), ["topic", "partition"])
+        state = self.tables.state.read(self.spark).select(*_ROW_COLUMNS, F.lit(False).alias("raw"))
+        young = self.tables.young.read(self.spark).select(*_ROW_COLUMNS, F.lit(True).alias("raw"))
+        rows = state.unionByName(young).join(F.broadcast(due), ["topic", "partition"])
 
         def write_group(table: pa.Table) -> pa.Table:
             first = table.slice(0, 1).to_pylist()[0]
@@ -222,10 +253,19 @@ class Materializer:
     def _record(self, results: list[dict[str, Any]], now: int) -> None:
         source = self.spark.createDataFrame(
             [
-                (r["topic"], r["partition"], r["version"], r["bytes"], r["next_horizon"])
+                (
+                    r["topic"],
+                    r["partition"],
+                    r["version"],
+                    r["bytes"],
+                    r["next_horizon"],
+                    r["dirty_bytes"],
+                    r["first_dirty"],
+                )
                 for r in results
             ],
-            "topic string, partition int, version long, bytes long, next_horizon long",
+            "topic string, partition int, version long, bytes long, next_horizon long, "
+            "dirty_bytes long, first_dirty long",
         )
         ts = F.timestamp_millis(F.lit(now))
         (
@@ -234,10 +274,11 @@ class Materializer:
             .merge(source.alias("s"), "t.topic = s.topic AND t.partition = s.partition")
             .whenMatchedUpdate(
                 set={
-                    "dirty_bytes": F.lit(0).cast("long"),
-                    "clean_bytes": F.col("s.bytes"),
-                    "first_dirty_timestamp": F.lit(None).cast("timestamp"),
-                    "first_dirty_appended_at": F.lit(None).cast("timestamp"),
+                    # Young rows were written raw: they stay dirty, their clock keeps running.
+                    "dirty_bytes": F.col("s.dirty_bytes"),
+                    "clean_bytes": F.greatest(F.col("s.bytes") - F.col("s.dirty_bytes"), F.lit(0)),
+                    "first_dirty_timestamp": F.timestamp_millis(F.col("s.first_dirty")),
+                    "first_dirty_appended_at": F.when(F.col("s.first_dirty").isNotNull(), ts),
                     "last_materialized_at": ts,
                     "materialized_version": F.col("s.version"),
                     "materialized_log_start": F.col("t.log_start_offset"),

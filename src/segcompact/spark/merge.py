@@ -1,9 +1,15 @@
 """The foreachBatch step: one micro-batch of decoded records into the Delta tables.
 
-Order of writes matters for crash safety: the state MERGE comes first, then the partitions
-table, then the pending-transactions table. Each write carries Delta's idempotent-write pair
-(app id, batch id), so a batch replayed after a crash skips what it already wrote and redoes
-the rest from the same inputs (the pending table it reads is rewritten last).
+Order of writes matters for crash safety: the state MERGE comes first, then the young table,
+the partitions table and the pending-transactions table. Each write carries Delta's
+idempotent-write pair (app id, batch id), so a batch replayed after a crash skips what it
+already wrote and redoes the rest from the same inputs (the pending table it reads is rewritten
+last).
+
+Topics with a ``min.compaction.lag.ms`` send their records to the young table instead of the
+state; :meth:`BatchMerger.graduate` compacts them into the state once they may be compacted.
+Graduation needs no idempotent-write id: merging a record into the state a second time changes
+nothing, so a crash between its MERGE and its DELETE is repaired by the next graduation.
 """
 
 from __future__ import annotations
@@ -18,7 +24,13 @@ from pyspark.sql import functions as F
 from segcompact.clock import Clock
 from segcompact.config import TopicConfig
 from segcompact.spark import rules as R
-from segcompact.spark.tables import PARTITIONS_SCHEMA, PENDING_SCHEMA, STATE_SCHEMA, Table
+from segcompact.spark.tables import (
+    PARTITIONS_SCHEMA,
+    PENDING_SCHEMA,
+    STATE_SCHEMA,
+    YOUNG_SCHEMA,
+    Table,
+)
 
 _COMMIT_KEY = bytes([0, 0, 0, 1])  # control record key: version 0, type COMMIT
 _CANDIDATE_COLUMNS = (
@@ -32,7 +44,9 @@ _CANDIDATE_COLUMNS = (
     "headers",
     "attributes",
     "delete_horizon",
+    "segment_base",
 )
+LONG_MAX = (1 << 63) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,17 +54,19 @@ class Tables:
     state: Table
     partitions: Table
     pending: Table
+    young: Table
 
     @classmethod
-    def at(cls, state: str, partitions: str, pending: str) -> Tables:
+    def at(cls, state: str, partitions: str, pending: str, young: str) -> Tables:
         return cls(
             Table(state, STATE_SCHEMA),
             Table(partitions, PARTITIONS_SCHEMA),
             Table(pending, PENDING_SCHEMA),
+            Table(young, YOUNG_SCHEMA),
         )
 
     def ensure(self, spark: SparkSession) -> None:
-        for t in (self.state, self.partitions, self.pending):
+        for t in (self.state, self.partitions, self.pending, self.young):
             t.ensure(spark)
 
 
@@ -88,6 +104,7 @@ class BatchMerger:
         self.rules_for = rules_for
         self.clock = clock
         self.app_id = app_id
+        self._young_may_hold: bool | None = None  # None: not looked yet
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         self.process(batch, batch_id)
@@ -100,12 +117,25 @@ class BatchMerger:
             if not topics:
                 return
             rules = {t: self.rules_for(t) for t in topics}
+            held = sorted(t for t in topics if rules[t].min_compaction_lag_ms > 0)
+            direct = sorted(t for t in topics if t not in held)
             records = batch.where(~F.col("segment_end"))
             candidates, pending = self._read_committed(records)
-            candidates = self._annotate(self._above_log_start(candidates, topics), rules).persist()
+            candidates = self._classify(self._above_log_start(candidates, topics), rules).persist()
+            keyed = candidates.where(F.col("key").isNotNull())
             try:
-                with idempotent_writes(self.spark, f"{self.app_id}-state", batch_id):
-                    self._merge_state(candidates, rules, now)
+                if direct:
+                    with idempotent_writes(self.spark, f"{self.app_id}-state", batch_id):
+                        self._merge_state(
+                            keyed.where(F.col("topic").isin(direct)) if held else keyed, rules, now
+                        )
+                if held:
+                    self.tables.young.append(
+                        keyed.where(F.col("topic").isin(held)).select(*YOUNG_SCHEMA.fieldNames()),
+                        app_id=f"{self.app_id}-young",
+                        version=batch_id,
+                    )
+                    self._young_may_hold = True
                 with idempotent_writes(self.spark, f"{self.app_id}-partitions", batch_id):
                     self._merge_partitions(batch, candidates, now)
             finally:
@@ -116,12 +146,60 @@ class BatchMerger:
                 )
         finally:
             batch.unpersist()
-        self.expire(now)
+        self.settle(now)
+
+    def settle(self, now_ms: int) -> None:
+        """What time alone changes: young records that have aged are compacted, then tombstones
+        whose horizon has passed leave the state."""
+        self.graduate(now_ms)
+        self.expire(now_ms)
 
     def expire(self, now_ms: int) -> None:
         """KIP-534: tombstones whose delete horizon has passed leave the state table."""
         self.tables.state.delta(self.spark).delete(
             F.col("tombstone") & (F.col("delete_horizon") <= _ts(now_ms))
+        )
+
+    def graduate(self, now_ms: int) -> None:
+        """Compact the young records that may be compacted now: per partition, those below the
+        first segment that holds a record younger than ``min.compaction.lag.ms`` (Kafka's first
+        uncleanable offset, ``rules.first_uncleanable_offset``)."""
+        young = self.tables.young.read(self.spark)
+        if self._young_may_hold is None:
+            self._young_may_hold = not young.isEmpty()
+        if not self._young_may_hold:
+            return
+        topics = [r.topic for r in young.select("topic").distinct().collect()]
+        if not topics:
+            return
+        rules = {t: self.rules_for(t) for t in topics}
+        too_young = R.per_topic(
+            F.col("topic"), rules, lambda r: R.young(F.col("timestamp"), now_ms, r)
+        )
+        limits = [
+            (r.topic, r.partition, LONG_MAX if r.boundary is None else r.boundary)
+            for r in young.groupBy("topic", "partition")
+            .agg(F.min(F.when(too_young, F.col("segment_base"))).alias("boundary"))
+            .collect()
+        ]
+        bounds = self.spark.createDataFrame(limits, "topic string, partition int, boundary long")
+        ripe = (
+            young.join(F.broadcast(bounds), ["topic", "partition"])
+            .where(F.col("offset") < F.col("boundary"))
+            .drop("boundary")
+        )
+        if ripe.isEmpty():
+            return
+        self._merge_state(ripe, rules, now_ms)
+        (
+            self.tables.young.delta(self.spark)
+            .alias("t")
+            .merge(
+                bounds.alias("b"),
+                "t.topic = b.topic AND t.partition = b.partition AND t.offset < b.boundary",
+            )
+            .whenMatchedDelete()
+            .execute()
         )
 
     # -- read-committed ---------------------------------------------------------------------
@@ -187,7 +265,9 @@ class BatchMerger:
             .drop("log_start_offset")
         )
 
-    def _annotate(self, candidates: DataFrame, rules: Mapping[str, TopicConfig]) -> DataFrame:
+    def _classify(self, candidates: DataFrame, rules: Mapping[str, TopicConfig]) -> DataFrame:
+        """Each record's header version, whether that header was unreadable, and whether the
+        record is a tombstone, under its topic's rules."""
         topic, headers = F.col("topic"), F.col("headers")
         return (
             candidates.withColumn(
@@ -197,14 +277,6 @@ class BatchMerger:
                 "bad_version", R.per_topic(topic, rules, lambda r: R.bad_version(headers, r))
             )
             .withColumn(
-                "rank",
-                R.per_topic(
-                    topic,
-                    rules,
-                    lambda r: R.rank(F.col("offset"), F.col("timestamp"), F.col("order_value"), r),
-                ),
-            )
-            .withColumn(
                 "tombstone",
                 R.per_topic(
                     topic,
@@ -212,27 +284,37 @@ class BatchMerger:
                     lambda r: R.tombstone(F.col("value"), headers, F.col("attributes"), r),
                 ),
             )
-            .withColumn(
-                "retention_ms", R.per_topic(topic, rules, lambda r: F.lit(r.delete_retention_ms))
-            )
         )
 
-    def _merge_state(
-        self, candidates: DataFrame, rules: Mapping[str, TopicConfig], now: int
-    ) -> None:
-        keyed = candidates.where(F.col("key").isNotNull())
+    def _merge_state(self, records: DataFrame, rules: Mapping[str, TopicConfig], now: int) -> None:
+        """Merge keyed, classified records into the state: per key, the winner under its
+        topic's strategy, if it beats the state's row."""
+        topic = F.col("topic")
+        ranked = records.withColumn(
+            "rank",
+            R.per_topic(
+                topic,
+                rules,
+                lambda r: R.rank(F.col("offset"), F.col("timestamp"), F.col("order_value"), r),
+            ),
+        )
         best = (
-            keyed.groupBy("topic", "partition", "key")
+            ranked.groupBy("topic", "partition", "key")
             .agg(
                 F.max_by(
                     F.struct(
-                        *[F.col(c) for c in keyed.columns if c not in ("topic", "partition", "key")]
+                        *[
+                            F.col(c)
+                            for c in ranked.columns
+                            if c not in ("topic", "partition", "key")
+                        ]
                     ),
                     F.col("rank"),
                 ).alias("w")
             )
             .select("topic", "partition", "key", "w.*")
         )
+        retention_ms = R.per_topic(topic, rules, lambda r: F.lit(r.delete_retention_ms))
         source = best.select(
             "topic",
             "partition",
@@ -246,9 +328,7 @@ class BatchMerger:
             "tombstone",
             F.when(
                 F.col("tombstone"),
-                F.coalesce(
-                    F.col("delete_horizon"), F.timestamp_millis(F.col("retention_ms") + F.lit(now))
-                ),
+                F.coalesce(F.col("delete_horizon"), F.timestamp_millis(retention_ms + F.lit(now))),
             ).alias("delete_horizon"),
             _ts(now).alias("cleaned_at"),
             "rank",

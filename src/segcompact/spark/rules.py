@@ -85,3 +85,10 @@ def tombstone(value: Column, headers: Column, attributes: Column, r: TopicConfig
     if r.tombstone_mode is TombstoneMode.ATTRIBUTE:
         return attributes.cast("int").bitwiseAND(1) == 1
     return value.isNull()
+
+
+def young(timestamp: Column, now_ms: int, r: TopicConfig) -> Column:
+    """True where a record is too young to be compacted (see ``rules.is_young``)."""
+    if r.min_compaction_lag_ms <= 0:
+        return F.lit(False)
+    return timestamp > F.timestamp_millis(F.lit(now_ms - r.min_compaction_lag_ms))

@@ -89,7 +89,8 @@ _MANIFEST_ROOT = os.path.join("checkpoints", "kafka-segments")
 SPARK_SCHEMA = StructType(
     [StructField(f.name, from_arrow_type(f.type), nullable=True) for f in SCHEMA]
     + [
-        StructField("segment", StringType()),
+        StructField("segment", StringType()),  # the file, on its summary row only
+        StructField("segment_base", LongType()),  # base offset of the row's segment
         StructField("segment_end", BooleanType()),
         StructField("segment_bytes", LongType()),
         StructField("error", StringType()),
@@ -246,7 +247,7 @@ def read_segment(
             chunk_bytes=chunk_bytes,
         ):
             decoded += batch.num_rows
-            yield _records(batch, part.path)
+            yield _records(batch, part.base_offset)
     except CorruptBatchError as e:
         failure = e
     except FileNotFoundError:
@@ -273,11 +274,12 @@ def _describe(e: CorruptBatchError, path: str) -> str:
     return f"{e.file or path}: corrupt batch at position {position}, base offset {base}: {reason}"
 
 
-def _records(batch: pa.RecordBatch, path: str) -> pa.RecordBatch:
+def _records(batch: pa.RecordBatch, segment_base: int) -> pa.RecordBatch:
     n = batch.num_rows
     columns = [*batch.columns]
     columns += [
-        pa.repeat(pa.scalar(path, pa.string()), n),
+        pa.nulls(n, pa.string()),
+        pa.repeat(pa.scalar(segment_base, pa.int64()), n),
         pa.repeat(pa.scalar(False), n),
         pa.nulls(n, pa.int64()),
         pa.nulls(n, pa.string()),
@@ -307,6 +309,7 @@ def _summary(part: ManifestEntry, last: int, valid_bytes: int, error: str | None
         "magic": -1,
         "compression": -1,
         "segment": part.path,
+        "segment_base": part.base_offset,
         "segment_end": True,
         "segment_bytes": valid_bytes,
         "error": error,

@@ -25,9 +25,15 @@ def partition_status(
             F.min("delete_horizon").alias("next_horizon"),
         )
     )
+    young = (
+        tables.young.read(spark)
+        .groupBy("topic", "partition")
+        .agg(F.count("*").alias("young_records"))
+    )
     rows = (
         tables.partitions.read(spark)
         .join(state, ["topic", "partition"], "left")
+        .join(young, ["topic", "partition"], "left")
         .orderBy("topic", "partition")
         .collect()
     )
@@ -55,6 +61,8 @@ def partition_status(
                 "max_compaction_delay_ms": decision.compaction_delay_ms,
                 "due": ", ".join(decision.reasons) or None,
                 "tombstones_pending": r.tombstones_pending or 0,
+                # Records kept raw, younger than min.compaction.lag.ms or after one that is.
+                "young_records": r.young_records or 0,
                 "next_horizon_ms": next_horizon,
                 "keyless_records": r.keyless_records,
                 "last_materialized_ms": _ms(r.last_materialized_at),

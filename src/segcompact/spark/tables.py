@@ -61,6 +61,13 @@ PARTITIONS_SCHEMA = T.StructType(
     ]
 )
 
+# Records younger than min.compaction.lag.ms, and every later record of their partition, kept
+# raw (not compacted) until the first young segment ages (Kafka's first uncleanable offset).
+YOUNG_SCHEMA = T.StructType(
+    [f for f in STATE_SCHEMA if f.name != "cleaned_at"]
+    + [T.StructField("segment_base", T.LongType(), False)]
+)
+
 # Undecided transactional records, and the markers seen (is_control), until decided.
 PENDING_SCHEMA = T.StructType(
     [
@@ -77,6 +84,7 @@ PENDING_SCHEMA = T.StructType(
         T.StructField("headers", HEADERS, True),
         T.StructField("attributes", T.ByteType(), False),
         T.StructField("delete_horizon", T.TimestampType(), True),
+        T.StructField("segment_base", T.LongType(), False),
     ]
 )
 
@@ -123,15 +131,21 @@ class Table:
         return self.delta(spark).toDF()
 
     def overwrite(self, df: DataFrame, *, app_id: str, version: int) -> None:
-        spark = df.sparkSession
         """Replace the table's rows; skipped if this (app_id, version) was written already."""
+        self._write(df, "overwrite", app_id, version)
+
+    def append(self, df: DataFrame, *, app_id: str, version: int) -> None:
+        """Add ``df``'s rows; skipped if this (app_id, version) was written already."""
+        self._write(df, "append", app_id, version)
+
+    def _write(self, df: DataFrame, mode: str, app_id: str, version: int) -> None:
         writer = (
             df.write.format("delta")
-            .mode("overwrite")
+            .mode(mode)
             .option("txnAppId", app_id)
             .option("txnVersion", version)
         )
         if self.is_path:
-            writer.save(qualify(spark, self.name))
+            writer.save(qualify(df.sparkSession, self.name))
         else:
             writer.saveAsTable(self.name)
