@@ -17,6 +17,12 @@ The session fixture :func:`compacted` does the expensive part once for every int
    cleaner never goes further). The broker stops cleanly; the cleaned partitions are copied.
 4. segcompact runs once (``rolled_only = true``, offset strategy) on the raw copy with a
    :class:`ManualClock` after every produced timestamp.
+
+One case, ``interop-young``, has ``min.compaction.lag.ms`` of an hour on both sides and stamps
+its last records with the time they are produced (the others are stamped in 2023): the
+segments holding them are too young for Kafka's cleaner (its clock is the real one) and, with
+segcompact's clock in 2023, are in the future for segcompact, so too young as well. Kafka's
+cleaner stops at the first such segment (``Compacted.uncleanable_base``); so must segcompact.
 """
 
 from __future__ import annotations
@@ -78,11 +84,17 @@ class Case:
     # aborted, every marker in a rolled segment. open-commit / open-abort: plain records, then
     # one transaction whose records reach into rolled segments and whose marker is the last
     # thing in the log, so in the active segment.
+    # young: plain records, the last YOUNG_RECORDS stamped when produced, min lag MIN_LAG_MS.
     kind: str = "plain"
 
     @property
     def transactional(self) -> bool:
-        return self.kind != "plain"
+        return self.kind not in ("plain", "young")
+
+    @property
+    def topic_config(self) -> dict[str, Any]:
+        """Topic settings of this case beyond the common ones, for Kafka and segcompact alike."""
+        return {"min.compaction.lag.ms": MIN_LAG_MS} if self.kind == "young" else {}
 
 
 CASES = (
@@ -107,7 +119,10 @@ CASES = (
         {"transactional.id": "segcompact-interop-open-commit"},
         kind="open-commit",
     ),
+    Case("interop-young", "lz4", kind="young"),
 )
+MIN_LAG_MS = 3_600_000
+YOUNG_RECORDS = 90
 TXN_RECORDS = 40  # records per transaction (txns)
 ABORTED_TXNS = (1, 4)  # which transactions abort (txns)
 OPEN_TXN_RECORDS = 60  # the last transaction of open-*: several segments' worth
@@ -118,7 +133,7 @@ class Message:
     key: bytes
     value: bytes | None
     headers: tuple[Header, ...]
-    timestamp: int
+    timestamp: int  # 0: the time it is produced
 
 
 def messages(case: Case) -> list[Message]:
@@ -145,7 +160,10 @@ def messages(case: Case) -> list[Message]:
             key, value = b"", b""  # an empty key is a key; an empty value is not a delete
         if i in (60, 200):
             key, value = b"only-ever-deleted", None
-        out.append(Message(key, value, tuple(headers), BASE_TIMESTAMP_MS + i * 1000))
+        young = case.kind == "young" and i >= RECORDS - YOUNG_RECORDS
+        out.append(
+            Message(key, value, tuple(headers), 0 if young else BASE_TIMESTAMP_MS + i * 1000)
+        )
     return out
 
 
@@ -160,6 +178,8 @@ class Compacted:
     config: CompactorConfig
     produced: dict[str, list[Rec]]  # data records per topic, as read from the raw log
     active_base: dict[str, int]  # base offset of each topic's active segment
+    # Where each topic's cleaning stops: the first segment too young for it, else the active one.
+    uncleanable_base: dict[str, int]
     timings: dict[str, float] = field(default_factory=dict)
 
     def raw_dir(self, topic: str) -> Path:
@@ -174,6 +194,10 @@ class Compacted:
 
 
 # -- reading logs ---------------------------------------------------------------------------
+
+
+def _newest_timestamp(log: Path) -> int:
+    return max((b.max_timestamp for b in read_batches(log)), default=-1)
 
 
 def segment_logs(directory: Path) -> list[Path]:
@@ -356,6 +380,10 @@ def write_config(tmp: Path, raw: Path) -> CompactorConfig:
         '"segment.bytes" = 4096',
         '"index.interval.bytes" = 512',
     ]
+    for case in CASES:
+        if case.topic_config:
+            lines.append(f'[topics."{case.topic}"]')
+            lines += [f'"{k}" = {v}' for k, v in case.topic_config.items()]
     tmp.mkdir(parents=True, exist_ok=True)
     path = tmp / "compactor.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -385,12 +413,12 @@ def compacted(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     }
     with KafkaBroker(work / "broker", properties={"log.cleaner.backoff.ms": 3_600_000}) as broker:
         for case in CASES:
-            broker.create_topic(case.topic, config=topic_config)
+            broker.create_topic(case.topic, config={**topic_config, **case.topic_config})
             produce(broker, case)
     timings["produce (broker start, produce, stop)"] = time.monotonic() - began
 
     raw, kafka = work / "raw", work / "kafka"
-    produced, active_base = {}, {}
+    produced, active_base, uncleanable_base = {}, {}, {}
     for case in CASES:
         src = broker.partition_dir(case.topic, PARTITION)
         copy_partition(src, raw / src.name)
@@ -399,6 +427,15 @@ def compacted(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             raise AssertionError(f"{case.topic}: only {len(logs)} segments; expected many rolls")
         active_base[case.topic] = base_offset_of(logs[-1])
         produced[case.topic] = data_records(logs)
+        # Only lagged topics have young segments (transaction markers are stamped when written).
+        young = [
+            base_offset_of(log)
+            for log in logs
+            if case.topic_config and _newest_timestamp(log) > CLOCK_MS
+        ]
+        uncleanable_base[case.topic] = min(young, default=active_base[case.topic])
+        if case.kind == "young" and uncleanable_base[case.topic] >= active_base[case.topic]:
+            raise AssertionError(f"{case.topic}: no rolled segment is young; expected several")
         if case.transactional:
             continue
         # Nothing was cleaned: the raw copy holds every record produced.
@@ -412,14 +449,14 @@ def compacted(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         for case in CASES:
             alter_topic_config(broker, case.topic, {"min.cleanable.dirty.ratio": "0.01"})
         deadline = time.monotonic() + CLEAN_TIMEOUT_S
-        want_ckpt = {(t, PARTITION): o for t, o in active_base.items()}
+        want_ckpt = {(t, PARTITION): o for t, o in uncleanable_base.items()}
         while True:
             ckpt = cleaner_checkpoint(broker.log_dir)
             if all(ckpt.get(tp) == o for tp, o in want_ckpt.items()):
                 break
             if time.monotonic() > deadline:
                 raise AssertionError(
-                    f"Kafka's cleaner did not clean up to the active segments within "
+                    f"Kafka's cleaner did not clean up to the uncleanable segments within "
                     f"{CLEAN_TIMEOUT_S}s: checkpoint {ckpt}, want {want_ckpt}"
                 )
             time.sleep(0.1)
@@ -434,7 +471,15 @@ def compacted(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     timings["segcompact run_once"] = time.monotonic() - began
 
     yield Compacted(
-        work, raw, kafka, Path(config.output.path), config, produced, active_base, timings
+        work,
+        raw,
+        kafka,
+        Path(config.output.path),
+        config,
+        produced,
+        active_base,
+        uncleanable_base,
+        timings,
     )
     # Shown with `pytest -s`.
     print("\ninterop timings: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()))

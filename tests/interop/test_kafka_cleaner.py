@@ -13,6 +13,8 @@ The log, both compactions and their timings come from the session fixture ``comp
   Control batches (transaction markers) are not records of the compacted state.
 - Each record's offset, timestamp, key, value (None for a tombstone) and headers in order.
   Tombstones are in both: the horizon (``delete.retention.ms``) is a year away.
+- ``interop-young``: both leave the segments too young for ``min.compaction.lag.ms`` as they
+  were, and clean only what is before them.
 
 One difference is by design (DESIGN.md, Transactions): a transaction whose records are in
 rolled segments but whose marker is in the active segment. Kafka's cleaner reads the marker
@@ -67,6 +69,13 @@ def latest_per_key(records: list[Rec]) -> list[Rec]:
     return sorted(last.values())
 
 
+def cleaned_then_raw(records: list[Rec], uncleanable: int) -> list[Rec]:
+    """Each key's last record before ``uncleanable``, then every record from it on."""
+    return latest_per_key([r for r in records if r[0] < uncleanable]) + [
+        r for r in records if r[0] >= uncleanable
+    ]
+
+
 @pytest.mark.parametrize("topic", [t for t in TOPICS if t != OPEN_COMMIT])
 def test_same_records_as_kafka_cleaner(compacted: Compacted, topic: str) -> None:
     ours = segcompact_output(compacted, topic)
@@ -79,12 +88,15 @@ def test_both_end_at_the_active_segment(compacted: Compacted, topic: str) -> Non
     """Both sides keep a batch ending just before the active segment (empty if need be), both
     agree with the obvious model, and neither touched the active segment."""
     active = compacted.active_base[topic]
+    uncleanable = compacted.uncleanable_base[topic]
     theirs = kafka_cleaned(compacted, topic)
     rolled = rolled_input(compacted, topic)
     if topic not in WITH_ABORTS:
-        assert theirs == latest_per_key(rolled)
+        assert theirs == cleaned_then_raw(rolled, uncleanable)
     assert any(r[3] is None for r in theirs), "no tombstone survived: the test proves little"
-    assert len(theirs) < len(rolled) / 2, "the cleaner removed little: the test proves little"
+    cleanable = [r for r in rolled if r[0] < uncleanable]
+    cleaned = [r for r in theirs if r[0] < uncleanable]
+    assert len(cleaned) < len(cleanable) / 2, "the cleaner removed little: the test proves little"
     ours = [b for log in segment_logs(compacted.output_dir(topic)) for b in read_batches(log)]
     kafka = [b for log in kafka_logs(compacted, topic)[:-1] for b in read_batches(log)]
     assert ours[-1].last_offset + 1 == active
@@ -169,3 +181,17 @@ def test_dump_log_segments_reads_published_output(compacted: Compacted) -> None:
             assert f"{index} is empty." in out
     want = sum(len(segcompact_output(compacted, t)) for t in TOPICS)
     assert len(re.findall(r"^\| offset: \d+", proc.stdout, re.M)) == want
+
+
+def test_segments_younger_than_the_lag_are_left_as_they_were(compacted: Compacted) -> None:
+    """``min.compaction.lag.ms``: from the first segment holding a record within the lag of
+    now, both keep every record, superseded or not, and clean only what is before it."""
+    topic = "interop-young"
+    uncleanable = compacted.uncleanable_base[topic]
+    rolled = rolled_input(compacted, topic)
+    young = [r for r in rolled if r[0] >= uncleanable]
+    young_keys = [r[2] for r in young]
+    assert len(young_keys) > len(set(young_keys)), "no superseded young record: proves little"
+    for side in (kafka_cleaned(compacted, topic), segcompact_output(compacted, topic)):
+        assert [r for r in side if r[0] >= uncleanable] == young
+        assert len([r for r in side if r[0] < uncleanable]) < uncleanable / 2
