@@ -65,7 +65,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming import StreamingQueryListener
 
-from segcompact.config import CompactorConfig, parse_config
+from segcompact.config import CompactorConfig, load_config
 from segcompact.format.attributes import Compression
 from segcompact.format.batch import build_batch
 from segcompact.format.record import Record
@@ -73,6 +73,7 @@ from segcompact.format.writer import SegmentWriter
 from segcompact.spark.job import Compactor
 from segcompact.spark.session import get_spark
 from segcompact.spark.source import NAME, register
+from tests.support.config import write_config
 
 MiB = 1 << 20
 TOPIC = "e2e"
@@ -420,19 +421,7 @@ def _count_state(spark: SparkSession, path: Path) -> tuple[int, int]:
 
 
 def segcompact_config(log: Log, run_dir: Path) -> CompactorConfig:
-    base = run_dir / "segcompact"
-    data = {
-        "source": {"paths": [log.root], "rolled_only": False},
-        "state": {
-            "table": str(base / "state"),
-            "partitions_table": str(base / "partitions"),
-            "pending_table": str(base / "pending"),
-            "ledger_table": str(base / "ledger"),
-        },
-        "output": {"path": str(base / "compacted")},
-        "stream": {"checkpoint": str(base / "checkpoint")},
-    }
-    return parse_config(data, "tests.benchmarks.e2e")
+    return load_config(write_config(run_dir / "segcompact", [log.root], rolled_only=False))
 
 
 MATERIALISE_ALL = "materialise, all calls (no such step in plain)"
@@ -678,7 +667,7 @@ def compare(spark: SparkSession, log: Log, run_dir: Path) -> dict[str, Any]:
             )
         )
 
-    ours = table(run_dir / "segcompact" / "state")
+    ours = table(Path(segcompact_config(log, run_dir).state.table))
     plain = table(run_dir / "plain" / "state")
     only_ours = ours.exceptAll(plain)
     only_plain = plain.exceptAll(ours)

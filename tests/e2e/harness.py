@@ -27,6 +27,7 @@ from segcompact.compaction.model import LogRecord, ReferenceModel, StateRow, rea
 from segcompact.config import CompactorConfig, load_config
 from segcompact.format.attributes import Compression
 from segcompact.samples import generate_partition
+from tests.support import config as support_config
 
 RETENTION_MS = 3_600_000
 
@@ -99,31 +100,14 @@ def write_config(
     topics: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Path:
     """A config file with every location under ``work``; returns its path."""
-    roots = ", ".join(json.dumps(str(p)) for p in sources)
-    lines = [
-        "[source]",
-        f"paths = [{roots}]",
-        f"rolled_only = {str(rolled_only).lower()}",
-        "[state]",
-        f'table = "{work / "state"}"',
-        f'partitions_table = "{work / "partitions"}"',
-        f'pending_table = "{work / "pending"}"',
-        f'ledger_table = "{work / "ledger"}"',
-        "[output]",
-        f'path = "{work / "out"}"',
-        "[stream]",
-        f'checkpoint = "{work / "chk"}"',
-        *(f"{key} = {json.dumps(value)}" for key, value in (stream or {}).items()),
-        "[defaults]",
-        f'"delete.retention.ms" = {RETENTION_MS}',
-    ]
-    for name, settings in (topics if topics is not None else _topic_settings()).items():
-        lines.append(f"[topics.{json.dumps(name)}]")
-        lines += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in settings.items()]
-    path = work / "compactor.toml"
-    work.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return support_config.write_config(
+        work,
+        sources,
+        rolled_only=rolled_only,
+        stream=stream,
+        defaults={"delete.retention.ms": RETENTION_MS},
+        topics=topics if topics is not None else _topic_settings(),
+    )
 
 
 def _topic_settings() -> dict[str, dict[str, str]]:

@@ -42,6 +42,7 @@ from segcompact.clock import ManualClock
 from segcompact.config import CompactorConfig, load_config
 from segcompact.format.segment import base_offset_of, read_batches
 from tests.spark.conftest import spark  # noqa: F401  (the session's Spark fixture)
+from tests.support import config as support_config
 from tests.support.kafka_broker import (
     KafkaBroker,
     KafkaBrokerError,
@@ -357,37 +358,18 @@ def copy_partition(src: Path, dest: Path) -> None:
 
 
 def write_config(tmp: Path, raw: Path) -> CompactorConfig:
-    lines = [
-        "[source]",
-        f'paths = ["{raw}"]',
-        "rolled_only = true",
-        "[state]",
-        f'table = "{tmp / "state"}"',
-        f'partitions_table = "{tmp / "partitions"}"',
-        f'pending_table = "{tmp / "pending"}"',
-        f'ledger_table = "{tmp / "ledger"}"',
-        "[output]",
-        f'path = "{tmp / "out"}"',
-        "[stream]",
-        f'checkpoint = "{tmp / "chk"}"',
-        "[defaults]",
-        '"compaction.strategy" = "offset"',
-        f'"delete.retention.ms" = {DELETE_RETENTION_MS}',
-        '"min.compaction.lag.ms" = 0',
-        '"min.cleanable.dirty.ratio" = 0.01',
+    defaults = {
+        "compaction.strategy": "offset",
+        "delete.retention.ms": DELETE_RETENTION_MS,
+        "min.compaction.lag.ms": 0,
+        "min.cleanable.dirty.ratio": 0.01,
         # Small, as the input's; but segcompact packs batches of up to 1 MiB (not
         # configurable), so each partition's output here is one batch in one segment.
-        '"segment.bytes" = 4096',
-        '"index.interval.bytes" = 512',
-    ]
-    for case in CASES:
-        if case.topic_config:
-            lines.append(f'[topics."{case.topic}"]')
-            lines += [f'"{k}" = {v}' for k, v in case.topic_config.items()]
-    tmp.mkdir(parents=True, exist_ok=True)
-    path = tmp / "compactor.toml"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return load_config(path)
+        "segment.bytes": 4096,
+        "index.interval.bytes": 512,
+    }
+    topics = {case.topic: case.topic_config for case in CASES if case.topic_config}
+    return load_config(support_config.write_config(tmp, [raw], defaults=defaults, topics=topics))
 
 
 # -- the fixture ----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from segcompact.config import CompactorConfig, load_config
 from segcompact.format.attributes import Compression
 from segcompact.samples import Segment, generate_partition
 from segcompact.spark.job import Compactor
+from tests.support import config as support_config
 
 pytestmark = pytest.mark.spark
 
@@ -34,39 +35,21 @@ MAX_LAG_MS = 100_000
 
 
 def write_config(tmp: Path) -> CompactorConfig:
-    lines = [
-        "[source]",
-        f'paths = ["{tmp / "in"}"]',
-        "rolled_only = false",
-        "[state]",
-        f'table = "{tmp / "state"}"',
-        f'partitions_table = "{tmp / "partitions"}"',
-        f'pending_table = "{tmp / "pending"}"',
-        f'young_table = "{tmp / "young"}"',
-        f'ledger_table = "{tmp / "ledger"}"',
-        "[output]",
-        f'path = "{tmp / "out"}"',
-        "[stream]",
-        f'checkpoint = "{tmp / "chk"}"',
-        "[defaults]",
-        f'"delete.retention.ms" = {RETENTION_MS}',
-    ]
+    topics: dict[str, dict[str, object]] = {}
     for name, (strategy, mode, _, _) in TOPICS.items():
-        lines += [
-            f'[topics."{name}"]',
-            f'"compaction.strategy" = "{strategy}"',
-            f'"compaction.tombstone.mode" = "{mode}"',
-        ]
+        topics[name] = {"compaction.strategy": strategy, "compaction.tombstone.mode": mode}
         if strategy == "header":
-            lines.append('"compaction.strategy.header" = "v"')
-    lines += [
-        '[topics."by-age"]',
-        f'"min.compaction.lag.ms" = {MIN_LAG_MS}',
-        f'"max.compaction.lag.ms" = {MAX_LAG_MS}',
-    ]
-    path = tmp / "compactor.toml"
-    path.write_text("\n".join(lines) + "\n")
-    return load_config(path)
+            topics[name]["compaction.strategy.header"] = "v"
+    topics["by-age"] = {"min.compaction.lag.ms": MIN_LAG_MS, "max.compaction.lag.ms": MAX_LAG_MS}
+    return load_config(
+        support_config.write_config(
+            tmp,
+            [tmp / "in"],
+            rolled_only=False,
+            defaults={"delete.retention.ms": RETENTION_MS},
+            topics=topics,
+        )
+    )
 
 
 def state_rows(spark: SparkSession, config: CompactorConfig) -> dict[tuple[str, int, bytes], Any]:

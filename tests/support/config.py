@@ -1,0 +1,45 @@
+"""Config files for tests: every location segcompact owns under one work directory."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from segcompact.config import StateConfig
+
+
+def write_config(
+    work: Path,
+    sources: Iterable[Path | str],
+    *,
+    rolled_only: bool = True,
+    stream: Mapping[str, object] | None = None,
+    defaults: Mapping[str, object] | None = None,
+    topics: Mapping[str, Mapping[str, object]] | None = None,
+) -> Path:
+    """``<work>/compactor.toml`` with every table, the output and the checkpoint under ``work``
+    (each ``[state]`` table in a directory named after its key); returns its path."""
+    roots = ", ".join(json.dumps(str(p)) for p in sources)
+    lines = [
+        "[source]",
+        f"paths = [{roots}]",
+        f"rolled_only = {str(rolled_only).lower()}",
+        "[state]",
+        *(f"{f.name} = {json.dumps(str(work / f.name))}" for f in dataclasses.fields(StateConfig)),
+        "[output]",
+        f"path = {json.dumps(str(work / 'out'))}",
+        "[stream]",
+        f"checkpoint = {json.dumps(str(work / 'chk'))}",
+        *(f"{key} = {json.dumps(value)}" for key, value in (stream or {}).items()),
+        "[defaults]",
+        *(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in (defaults or {}).items()),
+    ]
+    for name, settings in (topics or {}).items():
+        lines.append(f"[topics.{json.dumps(name)}]")
+        lines += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in settings.items()]
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / "compactor.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
