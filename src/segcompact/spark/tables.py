@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from segcompact.config import is_table_name
+from segcompact.errors import ConfigError
 
 HEADERS = T.ArrayType(
     T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())])
@@ -114,13 +115,27 @@ class Table:
         return not is_table_name(self.name)
 
     def ensure(self, spark: SparkSession) -> DeltaTable:
-        """The table, created empty with its schema if it does not exist yet."""
+        """The table, created empty with its schema if it does not exist yet; an existing table
+        must have the schema's columns and types."""
         builder = DeltaTable.createIfNotExists(spark).addColumns(self.schema)
         if self.is_path:
             builder = builder.location(qualify(spark, self.name))
         else:
             builder = builder.tableName(self.name)
-        return builder.execute()
+        table = builder.execute()
+        have = {f.name: f.dataType for f in table.toDF().schema}
+        wrong = [
+            f"{f.name} {f.dataType.simpleString()}"
+            for f in self.schema
+            if have.get(f.name) != f.dataType
+        ]
+        if wrong:
+            raise ConfigError(
+                f"{self.name}: this Delta table lacks segcompact's columns "
+                f"{', '.join(wrong)} (written by another version or program?); "
+                "point the config at a new location"
+            )
+        return table
 
     def delta(self, spark: SparkSession) -> DeltaTable:
         if self.is_path:
