@@ -46,7 +46,7 @@ class Compactor:
         self.clock = clock or SystemClock()
         self.tables = tables_of(config)
         self.tables.ensure(spark)
-        self.merger = BatchMerger(spark, self.tables, config.topic, self.clock)
+        self.merger = BatchMerger(spark, self.tables, config, self.clock)
         self.materializer = Materializer(spark, config, self.tables, self.clock)
         # One writer at a time: a batch and the upkeep timer run on different threads, and
         # Delta's idempotent-write ids are session settings every thread would pick up.

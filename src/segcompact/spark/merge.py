@@ -14,15 +14,17 @@ nothing, so a crash between its MERGE and its DELETE is repaired by the next gra
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from segcompact.clock import Clock
-from segcompact.config import TopicConfig
+from segcompact.config import CompactorConfig, TopicConfig
 from segcompact.spark import rules as R
 from segcompact.spark.tables import (
     PARTITIONS_SCHEMA,
@@ -83,6 +85,44 @@ def idempotent_writes(spark: SparkSession, app_id: str, version: int) -> Iterato
         conf.unset("spark.databricks.delta.write.txnVersion")
 
 
+@dataclass(frozen=True, slots=True)
+class _Transactions:
+    everything: DataFrame  # pending rows and the batch's transactional rows (persisted)
+    committed: DataFrame  # records decided as committed, as candidates
+    pending: DataFrame  # the pending table's new rows
+
+
+_STATS_SCHEMA = T.StructType(
+    [
+        T.StructField("topic", T.StringType()),
+        T.StructField("partition", T.IntegerType()),
+        T.StructField("log_end_offset", T.LongType()),
+        T.StructField("dirty_bytes", T.LongType()),
+        T.StructField("segments", T.LongType()),
+        T.StructField("records", T.LongType()),
+        T.StructField("first_dirty_timestamp", T.TimestampType()),
+        T.StructField("uncleanable_reason", T.StringType()),
+        T.StructField("compression", T.IntegerType()),
+        T.StructField("keyless_records", T.LongType()),
+        T.StructField("bad_version_headers", T.LongType()),
+    ]
+)
+
+
+def _add_counts(stats: list[dict[str, Any]], committed: DataFrame) -> None:
+    """Add the keyless and unreadable-version records among committed transactional ones."""
+    counts = committed.groupBy("topic", "partition").agg(
+        F.count(F.when(F.col("key").isNull(), 1)).alias("keyless"),
+        F.count(F.when(F.col("bad_version"), 1)).alias("bad"),
+    )
+    by_tp = {(r.topic, r.partition): r for r in counts.collect()}
+    for r in stats:
+        c = by_tp.get((r["topic"], r["partition"]))
+        if c is not None:
+            r["keyless_records"] += c.keyless
+            r["bad_version_headers"] += c.bad
+
+
 def _ts(ms: int) -> Column:
     return F.timestamp_millis(F.lit(ms))
 
@@ -94,14 +134,15 @@ class BatchMerger:
         self,
         spark: SparkSession,
         tables: Tables,
-        rules_for: Callable[[str], TopicConfig],
+        config: CompactorConfig,
         clock: Clock,
         *,
         app_id: str = "segcompact",
     ) -> None:
         self.spark = spark
         self.tables = tables
-        self.rules_for = rules_for
+        self.config = config
+        self.rules_for = config.topic
         self.clock = clock
         self.app_id = app_id
         self._young_may_hold: bool | None = None  # None: not looked yet
@@ -110,43 +151,94 @@ class BatchMerger:
         self.process(batch, batch_id)
 
     def process(self, batch: DataFrame, batch_id: int) -> None:
+        """Apply one micro-batch. The batch is not cached: each pass decodes its segments again,
+        which costs less than caching every decoded column. One pass collects per-partition
+        numbers to the driver, one feeds the state MERGE (one more for lagged topics' young
+        rows, and one for transactional records when there are any)."""
         now = self.clock.now_ms()
-        batch = batch.persist()
+        starts = self._log_starts()
+        stats = self._partition_stats(batch, starts)
+        if not stats:
+            return
+        topics = sorted({r["topic"] for r in stats})
+        rules = {t: self.rules_for(t) for t in topics}
+        held = sorted(t for t in topics if rules[t].min_compaction_lag_ms > 0)
+        direct = sorted(t for t in topics if t not in held)
+        records = batch.where(~F.col("segment_end"))
+        candidates = records.where(~F.col("is_transactional") & ~F.col("is_control")).select(
+            *_CANDIDATE_COLUMNS
+        )
+        txn = self._read_committed(records, any(r["txn_records"] for r in stats))
         try:
-            topics = [r.topic for r in batch.select("topic").distinct().collect()]
-            if not topics:
-                return
-            rules = {t: self.rules_for(t) for t in topics}
-            held = sorted(t for t in topics if rules[t].min_compaction_lag_ms > 0)
-            direct = sorted(t for t in topics if t not in held)
-            records = batch.where(~F.col("segment_end"))
-            candidates, pending = self._read_committed(records)
-            candidates = self._classify(self._above_log_start(candidates, topics), rules).persist()
-            keyed = candidates.where(F.col("key").isNotNull())
-            try:
-                if direct:
-                    with idempotent_writes(self.spark, f"{self.app_id}-state", batch_id):
-                        self._merge_state(
-                            keyed.where(F.col("topic").isin(direct)) if held else keyed, rules, now
-                        )
-                if held:
-                    self.tables.young.append(
-                        keyed.where(F.col("topic").isin(held)).select(*YOUNG_SCHEMA.fieldNames()),
-                        app_id=f"{self.app_id}-young",
-                        version=batch_id,
+            if txn is not None:
+                committed = self._classify(self._above_log_start(txn.committed, starts), rules)
+                _add_counts(stats, committed)
+                candidates = candidates.unionByName(txn.committed)
+            keyed = self._classify(self._above_log_start(candidates, starts), rules).where(
+                F.col("key").isNotNull()
+            )
+            if direct:
+                with idempotent_writes(self.spark, f"{self.app_id}-state", batch_id):
+                    self._merge_state(
+                        keyed.where(F.col("topic").isin(direct)) if held else keyed, rules, now
                     )
-                    self._young_may_hold = True
-                with idempotent_writes(self.spark, f"{self.app_id}-partitions", batch_id):
-                    self._merge_partitions(batch, candidates, now)
-            finally:
-                candidates.unpersist()
-            if pending is not None:
+            if held:
+                self.tables.young.append(
+                    keyed.where(F.col("topic").isin(held)).select(*YOUNG_SCHEMA.fieldNames()),
+                    app_id=f"{self.app_id}-young",
+                    version=batch_id,
+                )
+                self._young_may_hold = True
+            with idempotent_writes(self.spark, f"{self.app_id}-partitions", batch_id):
+                self._merge_partitions(stats, now)
+            if txn is not None:
                 self.tables.pending.overwrite(
-                    pending, app_id=f"{self.app_id}-pending", version=batch_id
+                    txn.pending, app_id=f"{self.app_id}-pending", version=batch_id
                 )
         finally:
-            batch.unpersist()
+            if txn is not None:
+                txn.everything.unpersist()
         self.settle(now)
+
+    def _log_starts(self) -> DataFrame:
+        return self.tables.partitions.read(self.spark).select(
+            "topic", "partition", "log_start_offset"
+        )
+
+    def _partition_stats(self, batch: DataFrame, starts: DataFrame) -> list[dict[str, Any]]:
+        """Per partition of the batch, in one pass: what the partitions table adds up, and the
+        keyless and unreadable-version records among its non-transactional ones."""
+        data = ~F.col("segment_end") & ~F.col("is_control")
+        plain = data & ~F.col("is_transactional") & (F.col("offset") >= F.col("log_start"))
+        bad_version = R.per_topic(
+            F.col("topic"),
+            self.config.topics,
+            lambda r: R.bad_version(F.col("headers"), r),
+            default=self.config.defaults,
+        )
+        rows = (
+            batch.join(F.broadcast(starts), ["topic", "partition"], "left")
+            .withColumn("log_start", F.coalesce(F.col("log_start_offset"), F.lit(0)))
+            .groupBy("topic", "partition")
+            .agg(
+                (F.max("batch_last_offset") + 1).alias("log_end_offset"),
+                F.coalesce(F.sum("segment_bytes"), F.lit(0)).cast("long").alias("dirty_bytes"),
+                F.count(F.when(F.col("segment_end"), 1)).cast("long").alias("segments"),
+                F.count(F.when(data, 1)).cast("long").alias("records"),
+                F.min(F.when(data, F.col("timestamp"))).alias("first_dirty_timestamp"),
+                F.first(F.col("error"), ignorenulls=True).alias("uncleanable_reason"),
+                F.max_by(F.when(data, F.col("compression")), F.when(data, F.col("offset")))
+                .cast("int")
+                .alias("compression"),
+                F.count(F.when(data & F.col("is_transactional"), 1)).alias("txn_records"),
+                F.count(F.when(plain & F.col("key").isNull(), 1))
+                .cast("long")
+                .alias("keyless_records"),
+                F.count(F.when(plain & bad_version, 1)).cast("long").alias("bad_version_headers"),
+            )
+            .collect()
+        )
+        return [r.asDict() for r in rows]
 
     def settle(self, now_ms: int) -> None:
         """What time alone changes: young records that have aged are compacted, then tombstones
@@ -204,19 +296,21 @@ class BatchMerger:
 
     # -- read-committed ---------------------------------------------------------------------
 
-    def _read_committed(self, records: DataFrame) -> tuple[DataFrame, DataFrame | None]:
-        """Records to compact, and the new pending table (None when it does not change)."""
-        plain = records.where(~F.col("is_transactional") & ~F.col("is_control"))
+    def _read_committed(self, records: DataFrame, has_txn: bool) -> _Transactions | None:
+        """Transactional records decided as committed, and the new pending table; None when
+        the batch has no transactional record and none is pending."""
         txn = records.where(F.col("is_transactional"))
         old = self.tables.pending.read(self.spark)
-        if txn.isEmpty() and old.isEmpty():
-            return plain.select(*_CANDIDATE_COLUMNS), None
+        if not has_txn and old.isEmpty():
+            return None
         # The pending table's own columns, with each marker's decision computed.
         incoming = txn.withColumn(
             "commit", F.when(F.col("is_control"), F.col("key") == F.lit(_COMMIT_KEY))
         ).select(*PENDING_SCHEMA.fieldNames())
-        everything = old.unionByName(incoming).dropDuplicates(
-            ["topic", "partition", "producer_id", "offset"]
+        everything = (
+            old.unionByName(incoming)
+            .dropDuplicates(["topic", "partition", "producer_id", "offset"])
+            .persist()  # read for the state and the pending table: decode the batch once
         )
         markers = everything.where("is_control").select(
             "topic",
@@ -249,16 +343,11 @@ class BatchMerger:
         committed = decided.where(F.col("decision")).select(*_CANDIDATE_COLUMNS)
         still = decided.where(F.col("decision").isNull()).drop("decision")
         new_pending = everything.where("is_control").unionByName(still.select(*everything.columns))
-        return plain.select(*_CANDIDATE_COLUMNS).unionByName(committed), new_pending
+        return _Transactions(everything, committed, new_pending)
 
     # -- compaction ------------------------------------------------------------------------
 
-    def _above_log_start(self, candidates: DataFrame, topics: list[str]) -> DataFrame:
-        starts = (
-            self.tables.partitions.read(self.spark)
-            .where(F.col("topic").isin(topics))
-            .select("topic", "partition", "log_start_offset")
-        )
+    def _above_log_start(self, candidates: DataFrame, starts: DataFrame) -> DataFrame:
         return (
             candidates.join(F.broadcast(starts), ["topic", "partition"], "left")
             .where(F.col("offset") >= F.coalesce(F.col("log_start_offset"), F.lit(0)))
@@ -351,31 +440,9 @@ class BatchMerger:
             .execute()
         )
 
-    def _merge_partitions(self, batch: DataFrame, candidates: DataFrame, now: int) -> None:
-        seen = batch.groupBy("topic", "partition").agg(
-            (F.max("batch_last_offset") + 1).alias("log_end_offset"),
-            F.coalesce(F.sum("segment_bytes"), F.lit(0)).cast("long").alias("dirty_bytes"),
-            F.count(F.when(F.col("segment_end"), 1)).cast("long").alias("segments"),
-            F.count(F.when(~F.col("segment_end") & ~F.col("is_control"), 1))
-            .cast("long")
-            .alias("records"),
-            F.min(F.when(~F.col("segment_end") & ~F.col("is_control"), F.col("timestamp"))).alias(
-                "first_dirty_timestamp"
-            ),
-            F.first(F.col("error"), ignorenulls=True).alias("uncleanable_reason"),
-            F.max_by(
-                F.when(~F.col("segment_end") & ~F.col("is_control"), F.col("compression")),
-                F.when(~F.col("segment_end") & ~F.col("is_control"), F.col("offset")),
-            )
-            .cast("int")
-            .alias("compression"),
-        )
-        counts = candidates.groupBy("topic", "partition").agg(
-            F.count(F.when(F.col("key").isNull(), 1)).cast("long").alias("keyless_records"),
-            F.count(F.when(F.col("bad_version"), 1)).cast("long").alias("bad_version_headers"),
-        )
-        source = seen.join(counts, ["topic", "partition"], "left").na.fill(
-            0, ["keyless_records", "bad_version_headers"]
+    def _merge_partitions(self, stats: list[dict[str, Any]], now: int) -> None:
+        source = self.spark.createDataFrame(
+            [tuple(r[name] for name in _STATS_SCHEMA.fieldNames()) for r in stats], _STATS_SCHEMA
         )
         t, s = "t.", "s."
         (

@@ -20,13 +20,20 @@ _TWO_64 = Decimal(2**64)
 
 
 def per_topic(
-    topic: Column, rules: Mapping[str, TopicConfig], build: Callable[[TopicConfig], Column]
+    topic: Column,
+    rules: Mapping[str, TopicConfig],
+    build: Callable[[TopicConfig], Column],
+    *,
+    default: TopicConfig | None = None,
 ) -> Column:
-    """``build(rules)`` for the row's topic (null for a topic not in ``rules``)."""
+    """``build(rules)`` for the row's topic; for a topic not in ``rules``, ``build(default)``,
+    or null without a default."""
     expr: Column | None = None
     for name, r in sorted(rules.items()):
         expr = (F if expr is None else expr).when(topic == F.lit(name), build(r))
-    return expr if expr is not None else F.lit(None)
+    if default is None:
+        return expr if expr is not None else F.lit(None)
+    return build(default) if expr is None else expr.otherwise(build(default))
 
 
 def last_header_value(headers: Column, name: str) -> tuple[Column, Column]:
