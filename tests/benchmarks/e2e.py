@@ -439,7 +439,7 @@ def run_segcompact(spark: SparkSession, log: Log, run_dir: Path) -> Result:
             setup = time.perf_counter() - t0
             merger = compactor.merger
             phases.wrap(merger, "process", "merge")
-            phases.wrap(merger, "_partition_stats", "partition stats (a decoding pass)")
+            phases.wrap(merger, "_partition_stats", "decode, reduce per key, partition stats")
             phases.wrap(merger, "_read_committed", "read committed")
             phases.wrap(merger, "_merge_state", "state MERGE")
             phases.wrap(merger, "_merge_partitions", "partitions MERGE")
@@ -461,7 +461,7 @@ def run_segcompact(spark: SparkSession, log: Log, run_dir: Path) -> Result:
     merge = before_upkeep("merge")
     materialise = before_upkeep("materialise")
     parts = (
-        "partition stats (a decoding pass)",
+        "decode, reduce per key, partition stats",
         "read committed",
         "state MERGE",
         "partitions MERGE",

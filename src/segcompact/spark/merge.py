@@ -14,7 +14,7 @@ nothing, so a crash between its MERGE and its DELETE is repaired by the next gra
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +49,8 @@ _CANDIDATE_COLUMNS = (
     "segment_base",
 )
 LONG_MAX = (1 << 63) - 1
+# A classified keyed record: what the state and the young table are made from.
+_KEYED_COLUMNS = tuple(YOUNG_SCHEMA.fieldNames())
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,43 +153,56 @@ class BatchMerger:
         self.process(batch, batch_id)
 
     def process(self, batch: DataFrame, batch_id: int) -> None:
-        """Apply one micro-batch. The batch is not cached: each pass decodes its segments again,
-        which costs less than caching every decoded column. One pass collects per-partition
-        numbers to the driver, one feeds the state MERGE (one more for lagged topics' young
-        rows, and one for transactional records when there are any)."""
+        """Apply one micro-batch.
+
+        The batch is not cached whole: one pass decodes it and reduces it to one row per key
+        (that key's winning non-transactional record, with the partition's numbers in partial
+        sums), which is cached and is small. Lagged topics' young rows, and transactional
+        records when there are any, take one more pass each.
+        """
         now = self.clock.now_ms()
         starts = self._log_starts()
-        stats = self._partition_stats(batch, starts)
-        if not stats:
-            return
-        topics = sorted({r["topic"] for r in stats})
-        rules = {t: self.rules_for(t) for t in topics}
-        held = sorted(t for t in topics if rules[t].min_compaction_lag_ms > 0)
-        direct = sorted(t for t in topics if t not in held)
-        records = batch.where(~F.col("segment_end"))
-        candidates = records.where(~F.col("is_transactional") & ~F.col("is_control")).select(
-            *_CANDIDATE_COLUMNS
-        )
-        txn = self._read_committed(records, any(r["txn_records"] for r in stats))
+        reduced = self._reduce(batch, starts).persist()
+        txn: _Transactions | None = None
         try:
+            stats = self._partition_stats(reduced)
+            if not stats:
+                return
+            topics = sorted({r["topic"] for r in stats})
+            rules = {t: self.rules_for(t) for t in topics}
+            held = sorted(t for t in topics if rules[t].min_compaction_lag_ms > 0)
+            direct = sorted(t for t in topics if t not in held)
+            records = batch.where(~F.col("segment_end"))
+            winners = reduced.where(F.col("w").isNotNull()).select(
+                "topic", "partition", "key", "w.*"
+            )
+            txn = self._read_committed(records, any(r["txn_records"] for r in stats))
+            committed = None
             if txn is not None:
                 committed = self._classify(self._above_log_start(txn.committed, starts), rules)
                 _add_counts(stats, committed)
-                candidates = candidates.unionByName(txn.committed)
-            keyed = self._classify(self._above_log_start(candidates, starts), rules).where(
-                F.col("key").isNotNull()
-            )
+                committed = committed.where(F.col("key").isNotNull()).select(*_KEYED_COLUMNS)
             if direct:
+                if committed is not None:
+                    winners = winners.unionByName(committed.where(F.col("topic").isin(direct)))
                 with idempotent_writes(self.spark, f"{self.app_id}-state", batch_id):
-                    self._merge_state(
-                        keyed.where(F.col("topic").isin(direct)) if held else keyed, rules, now
-                    )
+                    self._merge_state(winners, rules, now)
             if held:
-                self.tables.young.append(
-                    keyed.where(F.col("topic").isin(held)).select(*YOUNG_SCHEMA.fieldNames()),
-                    app_id=f"{self.app_id}-young",
-                    version=batch_id,
-                )
+                young = self._classify(
+                    self._above_log_start(
+                        records.where(
+                            ~F.col("is_transactional")
+                            & ~F.col("is_control")
+                            & F.col("topic").isin(held)
+                        ).select(*_CANDIDATE_COLUMNS),
+                        starts,
+                    ),
+                    rules,
+                ).where(F.col("key").isNotNull())
+                young = young.select(*_KEYED_COLUMNS)
+                if committed is not None:
+                    young = young.unionByName(committed.where(F.col("topic").isin(held)))
+                self.tables.young.append(young, app_id=f"{self.app_id}-young", version=batch_id)
                 self._young_may_hold = True
             with idempotent_writes(self.spark, f"{self.app_id}-partitions", batch_id):
                 self._merge_partitions(stats, now)
@@ -196,49 +211,79 @@ class BatchMerger:
                     txn.pending, app_id=f"{self.app_id}-pending", version=batch_id
                 )
         finally:
+            reduced.unpersist()
             if txn is not None:
                 txn.everything.unpersist()
         self.settle(now)
+
+    def _partition_stats(self, reduced: DataFrame) -> list[dict[str, Any]]:
+        """Per partition of the batch, from ``_reduce``'s partial sums: what the partitions table
+        adds up, and the keyless and unreadable-version records among non-transactional ones."""
+        rows = (
+            reduced.groupBy("topic", "partition")
+            .agg(
+                (F.max("last_offset") + 1).alias("log_end_offset"),
+                F.coalesce(F.sum("dirty_bytes"), F.lit(0)).cast("long").alias("dirty_bytes"),
+                F.sum("segments").cast("long").alias("segments"),
+                F.sum("records").cast("long").alias("records"),
+                F.min("first_dirty_timestamp").alias("first_dirty_timestamp"),
+                F.first("uncleanable_reason", ignorenulls=True).alias("uncleanable_reason"),
+                F.max_by("compression", "last_data_offset").cast("int").alias("compression"),
+                F.sum("txn_records").alias("txn_records"),
+                F.sum("keyless_records").cast("long").alias("keyless_records"),
+                F.sum("bad_version_headers").cast("long").alias("bad_version_headers"),
+            )
+            .collect()
+        )
+        return [r.asDict() for r in rows]
 
     def _log_starts(self) -> DataFrame:
         return self.tables.partitions.read(self.spark).select(
             "topic", "partition", "log_start_offset"
         )
 
-    def _partition_stats(self, batch: DataFrame, starts: DataFrame) -> list[dict[str, Any]]:
-        """Per partition of the batch, in one pass: what the partitions table adds up, and the
-        keyless and unreadable-version records among its non-transactional ones."""
+    def _reduce(self, batch: DataFrame, starts: DataFrame) -> DataFrame:
+        """One row per (topic, partition, key) of the batch: in ``w`` the key's winning record
+        among the non-transactional ones above the log start of topics without a lag (null if
+        none), and partial sums of the partition's numbers (see ``_partition_stats``). Rules are
+        those of every configured topic, the defaults for the others."""
+        topic = F.col("topic")
+        configured, defaults = self.config.topics, self.config.defaults
+
+        def per_topic(build: Callable[[TopicConfig], Column]) -> Column:
+            return R.per_topic(topic, configured, build, default=defaults)
+
         data = ~F.col("segment_end") & ~F.col("is_control")
-        plain = data & ~F.col("is_transactional") & (F.col("offset") >= F.col("log_start"))
-        bad_version = R.per_topic(
-            F.col("topic"),
-            self.config.topics,
-            lambda r: R.bad_version(F.col("headers"), r),
-            default=self.config.defaults,
+        rows = self._classify(
+            batch.join(F.broadcast(starts), ["topic", "partition"], "left"), configured, defaults
         )
-        rows = (
-            batch.join(F.broadcast(starts), ["topic", "partition"], "left")
-            .withColumn("log_start", F.coalesce(F.col("log_start_offset"), F.lit(0)))
-            .groupBy("topic", "partition")
-            .agg(
-                (F.max("batch_last_offset") + 1).alias("log_end_offset"),
-                F.coalesce(F.sum("segment_bytes"), F.lit(0)).cast("long").alias("dirty_bytes"),
-                F.count(F.when(F.col("segment_end"), 1)).cast("long").alias("segments"),
-                F.count(F.when(data, 1)).cast("long").alias("records"),
-                F.min(F.when(data, F.col("timestamp"))).alias("first_dirty_timestamp"),
-                F.first(F.col("error"), ignorenulls=True).alias("uncleanable_reason"),
-                F.max_by(F.when(data, F.col("compression")), F.when(data, F.col("offset")))
-                .cast("int")
-                .alias("compression"),
-                F.count(F.when(data & F.col("is_transactional"), 1)).alias("txn_records"),
-                F.count(F.when(plain & F.col("key").isNull(), 1))
-                .cast("long")
-                .alias("keyless_records"),
-                F.count(F.when(plain & bad_version, 1)).cast("long").alias("bad_version_headers"),
-            )
-            .collect()
+        plain = (
+            data
+            & ~F.col("is_transactional")
+            & (F.col("offset") >= F.coalesce(F.col("log_start_offset"), F.lit(0)))
         )
-        return [r.asDict() for r in rows]
+        held = per_topic(lambda r: F.lit(r.min_compaction_lag_ms > 0))
+        candidate = plain & F.col("key").isNotNull() & ~held
+        rank = per_topic(
+            lambda r: R.rank(F.col("offset"), F.col("timestamp"), F.col("order_value"), r)
+        )
+        winner = F.struct(*[F.col(c) for c in _KEYED_COLUMNS[3:]])
+        return rows.groupBy("topic", "partition", "key").agg(
+            F.max_by(F.when(candidate, winner), F.when(candidate, rank)).alias("w"),
+            F.max("batch_last_offset").alias("last_offset"),
+            F.sum("segment_bytes").alias("dirty_bytes"),
+            F.count(F.when(F.col("segment_end"), 1)).alias("segments"),
+            F.count(F.when(data, 1)).alias("records"),
+            F.min(F.when(data, F.col("timestamp"))).alias("first_dirty_timestamp"),
+            F.first(F.col("error"), ignorenulls=True).alias("uncleanable_reason"),
+            F.max(F.when(data, F.col("offset"))).alias("last_data_offset"),
+            F.max_by(F.when(data, F.col("compression")), F.when(data, F.col("offset"))).alias(
+                "compression"
+            ),
+            F.count(F.when(data & F.col("is_transactional"), 1)).alias("txn_records"),
+            F.count(F.when(plain & F.col("key").isNull(), 1)).alias("keyless_records"),
+            F.count(F.when(plain & F.col("bad_version"), 1)).alias("bad_version_headers"),
+        )
 
     def settle(self, now_ms: int) -> None:
         """What time alone changes: young records that have aged are compacted, then tombstones
@@ -354,24 +399,25 @@ class BatchMerger:
             .drop("log_start_offset")
         )
 
-    def _classify(self, candidates: DataFrame, rules: Mapping[str, TopicConfig]) -> DataFrame:
+    def _classify(
+        self,
+        candidates: DataFrame,
+        rules: Mapping[str, TopicConfig],
+        default: TopicConfig | None = None,
+    ) -> DataFrame:
         """Each record's header version, whether that header was unreadable, and whether the
-        record is a tombstone, under its topic's rules."""
+        record is a tombstone, under its topic's rules (``default`` for a topic not in them)."""
         topic, headers = F.col("topic"), F.col("headers")
+
+        def per_topic(build: Callable[[TopicConfig], Column]) -> Column:
+            return R.per_topic(topic, rules, build, default=default)
+
         return (
-            candidates.withColumn(
-                "order_value", R.per_topic(topic, rules, lambda r: R.version(headers, r))
-            )
-            .withColumn(
-                "bad_version", R.per_topic(topic, rules, lambda r: R.bad_version(headers, r))
-            )
+            candidates.withColumn("order_value", per_topic(lambda r: R.version(headers, r)))
+            .withColumn("bad_version", per_topic(lambda r: R.bad_version(headers, r)))
             .withColumn(
                 "tombstone",
-                R.per_topic(
-                    topic,
-                    rules,
-                    lambda r: R.tombstone(F.col("value"), headers, F.col("attributes"), r),
-                ),
+                per_topic(lambda r: R.tombstone(F.col("value"), headers, F.col("attributes"), r)),
             )
         )
 
