@@ -61,13 +61,8 @@ COUNTERS = (
 
 
 def _small_log(root: Path, seed: int, topics: list[str]) -> Log:
-    """Segments of two batches each: a few segments per partition, each a micro-batch.
-
-    The seeds are chosen so that each partition's first segment leaves a row in state: a
-    partition with none crashes the materialiser (``_empty_state`` in spark/materialize.py
-    calls ``to_arrow_schema`` without a time zone), which
-    test_golden_transaction_waits_for_its_marker_in_the_next_segment shows on its own.
-    """
+    """Segments of two batches each: a few segments per partition, each a micro-batch; the
+    seeds are chosen so that each partition's first segment leaves a row in state."""
     log = write_log(root, seed, topics=topics, partitions=1, records=40, batches_per_segment=2)
     config = load_config(write_config(root.parent / "premise", [log.root]))
     for tp, paths in log.rolled().items():
@@ -178,6 +173,7 @@ def test_sigterm_with_a_backlog_stops_after_the_batch_in_flight(
         wait_for("the first batch", lambda: 0 in chk.in_flight(), running=job)
         job.terminate()
         assert job.wait() == 0, job.stderr()
+        assert "Traceback" not in job.stderr() and "ERROR" not in job.stderr(), job.stderr()
     # The batch in flight finished (and at most one that began before the stop took effect);
     # the next one may have been planned (offsets written) but was refused before it wrote
     # anything, so a restart reads it again.

@@ -100,6 +100,7 @@ class Compactor:
             if not self._stopping:
                 self._stopping = True
                 self._may_start = 1 if trigger_active and not self._in_batch else 0
+                _quiet_refusal(self.spark)
 
     def _enter_batch(self) -> None:
         with self._stop_lock:
@@ -125,6 +126,18 @@ class Compactor:
 
 
 STOP_MARKER = "segcompact: stop requested"
+
+
+def _quiet_refusal(spark: SparkSession) -> None:
+    """Spark logs a refused batch as the query failing, with two Python tracebacks: once a stop
+    is requested, its streaming engine's log is turned off (``_finish`` still reports any other
+    failure, in one line)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    log4j = jvm.org.apache.logging.log4j
+    log4j.core.config.Configurator.setLevel(
+        "org.apache.spark.sql.execution.streaming", log4j.Level.OFF
+    )
 
 
 class StopRequested(Exception):
