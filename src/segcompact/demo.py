@@ -7,6 +7,7 @@ The samples go where the config's source points (``data/segments``), so after th
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 from pathlib import Path
@@ -76,6 +77,7 @@ def write_samples(root: Path, *, seed: int = 42) -> int:
 
 def run_demo(config_path: str, workdir: str | None, *, out: TextIO) -> None:
     from segcompact.spark.job import Compactor
+    from segcompact.spark.materialize import partition_dir
     from segcompact.spark.session import get_spark
     from segcompact.spark.status import partition_status
 
@@ -88,12 +90,30 @@ def run_demo(config_path: str, workdir: str | None, *, out: TextIO) -> None:
     spark = get_spark(app_name="segcompact-demo")
     compactor = Compactor(spark, config)
     compactor.run_once()
+    rows = partition_status(spark, config, compactor.tables, compactor.clock.now_ms())
     print(f"compacted state (Delta table {config.state.table}):", file=out)
-    for row in partition_status(spark, config, compactor.tables, compactor.clock.now_ms()):
+    for row in rows:
         print(
             f"  {row['topic']}-{row['partition']}: offsets {row['log_start_offset']}.."
             f"{row['log_end_offset']}, {row['records']} records -> {row['keys']} keys kept "
             f"({row['tombstones_pending']} tombstones), {row['keyless_records']} keyless dropped",
             file=out,
         )
+    print(f"re-materialised Kafka segments ({config.output.path}):", file=out)
+    first_log = None
+    for row in rows:
+        directory = Path(partition_dir(config.output.path, row["topic"], row["partition"]))
+        logs = sorted(directory.glob("*.log"))
+        if not logs:
+            print(f"  {directory.name}: not materialised", file=out)
+            continue
+        first_log = first_log or logs[0]
+        size = sum(f.stat().st_size for f in directory.iterdir())
+        print(
+            f"  {directory}/ -> {os.readlink(directory)}: {len(logs)} segment(s) with "
+            f".index and .timeindex, {size} bytes",
+            file=out,
+        )
     print(f"next: segcompact status --config {config_path}", file=out)
+    if first_log is not None:
+        print(f"      segcompact dump {first_log} --deep-iteration", file=out)

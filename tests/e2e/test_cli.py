@@ -215,3 +215,28 @@ def test_a_bad_argument_is_one_line_and_exit_2(
     tmp_path: Path, args: list[str], mentions: list[str]
 ) -> None:
     _assert_usage_error(run_cli(*args, cwd=tmp_path), *mentions)
+
+
+def test_demo_ends_with_materialised_segments_and_says_where(
+    tmp_path: Path, spark_conf_dir: Path
+) -> None:
+    config = Path(__file__).resolve().parents[2] / "conf" / "compactor.toml"
+    proc = run_cli(
+        "demo",
+        "--config",
+        config,
+        "--workdir",
+        tmp_path,
+        cwd=tmp_path,
+        spark_conf_dir=spark_conf_dir,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    compacted = tmp_path / "data" / "compacted"
+    partitions = sorted(p for p in compacted.iterdir() if not p.name.startswith("."))
+    assert len(partitions) == 10  # the five topics of conf/compactor.toml, two partitions each
+    for directory in partitions:
+        assert directory.is_symlink() and f"  {directory}/ -> " in proc.stdout
+        (log,) = directory.glob("*.log")
+        assert any(batch.records_count for batch in SegmentReader(log))
+        assert log.with_suffix(".index").exists() and log.with_suffix(".timeindex").exists()
+    assert f"segcompact dump {compacted}/" in proc.stdout
