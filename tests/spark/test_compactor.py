@@ -16,6 +16,7 @@ from segcompact.config import CompactorConfig, load_config
 from segcompact.format.attributes import Compression
 from segcompact.samples import Segment, generate_partition
 from segcompact.spark.job import Compactor
+from segcompact.spark.tables import Table
 from tests.support import config as support_config
 
 pytestmark = pytest.mark.spark
@@ -178,3 +179,31 @@ def test_same_segment_twice_changes_nothing(spark: SparkSession, tmp_path: Path)
     )
     twice.run_once()
     assert state_rows(spark, s.config) == before
+
+
+def test_graduation_cut_short_after_its_merge_is_finished_by_the_next(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = Scenario(spark, tmp_path)
+    segments = generate_partition(random.Random(3), ordered_timestamps=True)
+    s.arrive([("by-age", 0, seg) for seg in segments])
+    assert s.model.young
+    s.clock.advance(7_000)  # every young record may now be compacted
+    young = s.compactor.tables.young
+    opened = Table.delta
+
+    def crash(table: Table, session: SparkSession) -> Any:
+        if table == young:  # graduation's DELETE, after its state MERGE
+            raise RuntimeError("killed")
+        return opened(table, session)
+
+    monkeypatch.setattr(Table, "delta", crash)
+    with pytest.raises(RuntimeError, match="killed"):
+        s.compactor.merger.graduate(s.clock.now_ms())
+    monkeypatch.undo()
+    assert young.read(spark).count() > 0  # merged into state, not yet deleted
+    s.compactor.upkeep()
+    s.model.graduate(s.clock.now_ms())
+    s.model.expire(s.clock.now_ms())
+    s.check()
+    assert not s.model.young and young.read(spark).count() == 0
