@@ -280,7 +280,10 @@ class BatchMerger:
             F.max_by(F.when(data, F.col("compression")), F.when(data, F.col("offset"))).alias(
                 "compression"
             ),
-            F.count(F.when(data & F.col("is_transactional"), 1)).alias("txn_records"),
+            # Transactional records and markers: without either, no pending record is decided.
+            F.count(F.when(~F.col("segment_end") & F.col("is_transactional"), 1)).alias(
+                "txn_records"
+            ),
             F.count(F.when(plain & F.col("key").isNull(), 1)).alias("keyless_records"),
             F.count(F.when(plain & F.col("bad_version"), 1)).alias("bad_version_headers"),
         )
@@ -343,11 +346,11 @@ class BatchMerger:
 
     def _read_committed(self, records: DataFrame, has_txn: bool) -> _Transactions | None:
         """Transactional records decided as committed, and the new pending table; None when
-        the batch has no transactional record and none is pending."""
+        the batch holds no transactional record or marker, as then nothing changes."""
+        if not has_txn:
+            return None
         txn = records.where(F.col("is_transactional"))
         old = self.tables.pending.read(self.spark)
-        if not has_txn and old.isEmpty():
-            return None
         # The pending table's own columns, with each marker's decision computed.
         incoming = txn.withColumn(
             "commit", F.when(F.col("is_control"), F.col("key") == F.lit(_COMMIT_KEY))
