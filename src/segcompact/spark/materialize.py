@@ -30,11 +30,12 @@ from pyspark.sql import types as T
 
 from segcompact.clock import Clock
 from segcompact.compaction.output import OutputRecord, size_estimate, write_partition
+from segcompact.compaction.rules import is_young
 from segcompact.compaction.triggers import PartitionStats, Reason, decide
 from segcompact.config import CompactorConfig, TombstoneMode
 from segcompact.format.attributes import Compression
 from segcompact.spark.merge import Tables
-from segcompact.spark.tables import STATE_SCHEMA
+from segcompact.spark.tables import RECORD_FIELDS
 
 VERSIONS = ".versions"
 _RESULT = T.StructType(
@@ -49,7 +50,7 @@ _RESULT = T.StructType(
         T.StructField("first_dirty", T.LongType()),
     ]
 )
-_ROW_COLUMNS = [f.name for f in STATE_SCHEMA if f.name != "cleaned_at"]
+_ROW_COLUMNS = [f.name for f in RECORD_FIELDS]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +68,8 @@ class Plan:
     staging: str
     reasons: tuple[str, ...]
     tombstone_attribute: bool  # KIP-87's attribute mode: tombstones carry attribute bit 0
-    young_after_ms: int | None  # records with a later timestamp are younger than the lag
+    now_ms: int  # when the plan was made: which rows are young (min.compaction.lag.ms)
+    min_compaction_lag_ms: int
 
 
 def partition_dir(output: str, topic: str, partition: int) -> str:
@@ -142,7 +144,7 @@ def write_plan(plan: Plan, rows: pa.Table) -> dict[str, Any]:
         "records": rows.num_rows,
         "next_horizon": min(horizons) if horizons else None,
         "dirty_bytes": dirty_bytes,
-        "first_dirty": _first_dirty(raw_timestamps, plan.young_after_ms),
+        "first_dirty": _first_dirty(raw_timestamps, plan),
     }
 
 
@@ -153,10 +155,10 @@ def _millis(column: pa.ChunkedArray) -> list[int | None]:
     return millis
 
 
-def _first_dirty(raw_timestamps: list[int], young_after_ms: int | None) -> int | None:
+def _first_dirty(raw_timestamps: list[int], plan: Plan) -> int | None:
     """Where KIP-354's clock starts for the rows left raw: at the earliest young one (the rows
     before it wait for it, not for their own age), else at the earliest raw one."""
-    young = [t for t in raw_timestamps if young_after_ms is not None and t > young_after_ms]
+    young = [t for t in raw_timestamps if is_young(t, plan.now_ms, plan.min_compaction_lag_ms)]
     return min(young or raw_timestamps, default=None)
 
 
@@ -226,7 +228,8 @@ class Materializer:
                     version_dir(self.config.output.path, r.topic, r.partition, version) + ".tmp",
                     tuple(reasons),
                     cfg.tombstone_mode is TombstoneMode.ATTRIBUTE,
-                    now - cfg.min_compaction_lag_ms if cfg.min_compaction_lag_ms > 0 else None,
+                    now,
+                    cfg.min_compaction_lag_ms,
                 )
             )
         return plans

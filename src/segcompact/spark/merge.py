@@ -125,6 +125,11 @@ def _add_counts(stats: list[dict[str, Any]], committed: DataFrame) -> None:
             r["bad_version_headers"] += c.bad
 
 
+def _at_or_above_log_start() -> Column:
+    """After a join with ``BatchMerger._log_starts``: the record is not below its log start."""
+    return F.col("offset") >= F.coalesce(F.col("log_start_offset"), F.lit(0))
+
+
 def _ts(ms: int) -> Column:
     return F.timestamp_millis(F.lit(ms))
 
@@ -144,7 +149,6 @@ class BatchMerger:
         self.spark = spark
         self.tables = tables
         self.config = config
-        self.rules_for = config.topic
         self.clock = clock
         self.app_id = app_id
         self._young_may_hold: bool | None = None  # None: not looked yet
@@ -169,7 +173,7 @@ class BatchMerger:
             if not stats:
                 return
             topics = sorted({r["topic"] for r in stats})
-            rules = {t: self.rules_for(t) for t in topics}
+            rules = {t: self.config.topic(t) for t in topics}
             held = sorted(t for t in topics if rules[t].min_compaction_lag_ms > 0)
             direct = sorted(t for t in topics if t not in held)
             records = batch.where(~F.col("segment_end"))
@@ -257,11 +261,7 @@ class BatchMerger:
         rows = self._classify(
             batch.join(F.broadcast(starts), ["topic", "partition"], "left"), configured, defaults
         )
-        plain = (
-            data
-            & ~F.col("is_transactional")
-            & (F.col("offset") >= F.coalesce(F.col("log_start_offset"), F.lit(0)))
-        )
+        plain = data & ~F.col("is_transactional") & _at_or_above_log_start()
         held = per_topic(lambda r: F.lit(r.min_compaction_lag_ms > 0))
         candidate = plain & F.col("key").isNotNull() & ~held
         rank = per_topic(
@@ -312,7 +312,7 @@ class BatchMerger:
         topics = [r.topic for r in young.select("topic").distinct().collect()]
         if not topics:
             return
-        rules = {t: self.rules_for(t) for t in topics}
+        rules = {t: self.config.topic(t) for t in topics}
         too_young = R.per_topic(
             F.col("topic"), rules, lambda r: R.young(F.col("timestamp"), now_ms, r)
         )
@@ -398,7 +398,7 @@ class BatchMerger:
     def _above_log_start(self, candidates: DataFrame, starts: DataFrame) -> DataFrame:
         return (
             candidates.join(F.broadcast(starts), ["topic", "partition"], "left")
-            .where(F.col("offset") >= F.coalesce(F.col("log_start_offset"), F.lit(0)))
+            .where(_at_or_above_log_start())
             .drop("log_start_offset")
         )
 

@@ -62,12 +62,12 @@ PARTITIONS_SCHEMA = T.StructType(
     ]
 )
 
+# A record as the state and the young table hold it, and as the materialiser writes it.
+RECORD_FIELDS = [f for f in STATE_SCHEMA if f.name != "cleaned_at"]
+
 # Records younger than min.compaction.lag.ms, and every later record of their partition, kept
 # raw (not compacted) until the first young segment ages (Kafka's first uncleanable offset).
-YOUNG_SCHEMA = T.StructType(
-    [f for f in STATE_SCHEMA if f.name != "cleaned_at"]
-    + [T.StructField("segment_base", T.LongType(), False)]
-)
+YOUNG_SCHEMA = T.StructType([*RECORD_FIELDS, T.StructField("segment_base", T.LongType(), False)])
 
 # Undecided transactional records, and the markers seen (is_control), until decided.
 PENDING_SCHEMA = T.StructType(
