@@ -229,12 +229,11 @@ def produce(broker: KafkaBroker, case: Case) -> None:
         if err is not None:
             errors.append(str(err))
 
-    config = broker.client_config(**PRODUCER_BASE, **{"compression.type": case.codec})
-    config.update(case.producer)
-    producer = Producer(config)
+    plain_config = broker.client_config(**PRODUCER_BASE, **{"compression.type": case.codec})
+    producer = Producer({**plain_config, **case.producer})
 
-    def send(m: Message) -> None:
-        producer.produce(
+    def send(m: Message, via: Any = producer) -> None:
+        via.produce(
             case.topic,
             key=m.key,
             value=m.value,
@@ -260,7 +259,7 @@ def produce(broker: KafkaBroker, case: Case) -> None:
                 producer.commit_transaction(60)
         # Plain records after the last marker, more than a segment's worth, so that every
         # marker is in a rolled segment (open-* cover the other case).
-        plain = Producer(broker.client_config(**PRODUCER_BASE, **{"compression.type": case.codec}))
+        plain = Producer(plain_config)
         for i in range(3 * SEGMENT_BYTES // 100):
             plain.produce(
                 case.topic,
@@ -274,18 +273,10 @@ def produce(broker: KafkaBroker, case: Case) -> None:
             raise KafkaBrokerError(f"{case.topic}: tail records not delivered")
     elif case.kind in ("open-commit", "open-abort"):
         # The head comes from a second, non-transactional producer.
-        plain = Producer(broker.client_config(**PRODUCER_BASE, **{"compression.type": case.codec}))
+        plain = Producer(plain_config)
         head, txn = msgs[: RECORDS - OPEN_TXN_RECORDS], msgs[RECORDS - OPEN_TXN_RECORDS :]
         for m in head:
-            plain.produce(
-                case.topic,
-                key=m.key,
-                value=m.value,
-                partition=PARTITION,
-                timestamp=m.timestamp,
-                headers=list(m.headers),
-                on_delivery=on_delivery,
-            )
+            send(m, via=plain)
         if plain.flush(60) != 0:
             raise KafkaBrokerError(f"{case.topic}: records not delivered within 60s")
         producer.init_transactions(60)
