@@ -742,6 +742,26 @@ offsets_of(const Buf *b)
     return out;
 }
 
+/* ColumnBuffers' fields in order (segcompact.format.columns): each made from one buffer, as a
+ * count of its entries, its bytes, or an offsets column with its leading 0. */
+enum { F_COUNT, F_BYTES, F_OFFSETS };
+static const struct {
+    int kind;
+    int buf;
+    size_t width; /* F_COUNT: bytes per entry */
+} FIELDS[] = {
+    {F_COUNT, B_OFFSET, 8},          {F_BYTES, B_OFFSET, 0},
+    {F_BYTES, B_TIMESTAMP, 0},       {F_BYTES, B_ATTRIBUTES, 0},
+    {F_BYTES, B_BATCH, 0},           {F_OFFSETS, B_KEY_OFFSETS, 0},
+    {F_BYTES, B_KEY_DATA, 0},        {F_BYTES, B_KEY_VALID, 0},
+    {F_OFFSETS, B_VALUE_OFFSETS, 0}, {F_BYTES, B_VALUE_DATA, 0},
+    {F_BYTES, B_VALUE_VALID, 0},     {F_OFFSETS, B_HEADER_OFFSETS, 0},
+    {F_COUNT, B_HKEY_OFFSETS, 4},    {F_OFFSETS, B_HKEY_OFFSETS, 0},
+    {F_BYTES, B_HKEY_DATA, 0},       {F_OFFSETS, B_HVALUE_OFFSETS, 0},
+    {F_BYTES, B_HVALUE_DATA, 0},     {F_BYTES, B_HVALUE_VALID, 0},
+};
+#define N_FIELDS ((Py_ssize_t)(sizeof(FIELDS) / sizeof(FIELDS[0])))
+
 PyDoc_STRVAR(finish_doc,
              "finish()\n--\n\nHand over the buffers as a ColumnBuffers and start empty.");
 
@@ -767,31 +787,28 @@ builder_finish(CColumnBuilder *self, PyObject *Py_UNUSED(ignored))
         else
             Py_DECREF(cls);
     }
-    fields = PyTuple_New(18);
+    fields = PyTuple_New(N_FIELDS);
     if (fields == NULL)
         return NULL;
     /* Allocating may run arbitrary code (GC finalizers); keep this builder out of its reach. */
     self->busy = 1;
-    PyTuple_SET_ITEM(fields, 0, PyLong_FromSize_t(b[B_OFFSET].len / 8));
-    PyTuple_SET_ITEM(fields, 1, bytes_of(&b[B_OFFSET]));
-    PyTuple_SET_ITEM(fields, 2, bytes_of(&b[B_TIMESTAMP]));
-    PyTuple_SET_ITEM(fields, 3, bytes_of(&b[B_ATTRIBUTES]));
-    PyTuple_SET_ITEM(fields, 4, bytes_of(&b[B_BATCH]));
-    PyTuple_SET_ITEM(fields, 5, offsets_of(&b[B_KEY_OFFSETS]));
-    PyTuple_SET_ITEM(fields, 6, bytes_of(&b[B_KEY_DATA]));
-    PyTuple_SET_ITEM(fields, 7, bytes_of(&b[B_KEY_VALID]));
-    PyTuple_SET_ITEM(fields, 8, offsets_of(&b[B_VALUE_OFFSETS]));
-    PyTuple_SET_ITEM(fields, 9, bytes_of(&b[B_VALUE_DATA]));
-    PyTuple_SET_ITEM(fields, 10, bytes_of(&b[B_VALUE_VALID]));
-    PyTuple_SET_ITEM(fields, 11, offsets_of(&b[B_HEADER_OFFSETS]));
-    PyTuple_SET_ITEM(fields, 12, PyLong_FromSize_t(b[B_HKEY_OFFSETS].len / 4));
-    PyTuple_SET_ITEM(fields, 13, offsets_of(&b[B_HKEY_OFFSETS]));
-    PyTuple_SET_ITEM(fields, 14, bytes_of(&b[B_HKEY_DATA]));
-    PyTuple_SET_ITEM(fields, 15, offsets_of(&b[B_HVALUE_OFFSETS]));
-    PyTuple_SET_ITEM(fields, 16, bytes_of(&b[B_HVALUE_DATA]));
-    PyTuple_SET_ITEM(fields, 17, bytes_of(&b[B_HVALUE_VALID]));
+    for (i = 0; i < N_FIELDS; i++) {
+        const Buf *buf = &b[FIELDS[i].buf];
+        PyObject *item;
+        switch (FIELDS[i].kind) {
+        case F_COUNT:
+            item = PyLong_FromSize_t(buf->len / FIELDS[i].width);
+            break;
+        case F_OFFSETS:
+            item = offsets_of(buf);
+            break;
+        default:
+            item = bytes_of(buf);
+        }
+        PyTuple_SET_ITEM(fields, i, item);
+    }
     self->busy = 0;
-    for (i = 0; i < 18; i++) {
+    for (i = 0; i < N_FIELDS; i++) {
         if (PyTuple_GET_ITEM(fields, i) == NULL)
             goto done;
     }
