@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import base64
+import enum
 import json
 import os
-import struct
 from collections.abc import Iterator
 from typing import Any, TextIO
 
 from segcompact.errors import UsageError
-from segcompact.format.attributes import ControlType
 from segcompact.format.batch import RecordBatch
+from segcompact.format.control import control_type
 from segcompact.format.index import read_offset_index, read_time_index
 from segcompact.format.record import Record
 from segcompact.format.segment import SegmentReader, base_offset_of
-
-_CONTROL_KEY = struct.Struct(">hh")  # version, type
 
 
 def _b64(data: bytes | None) -> str | None:
@@ -24,13 +22,10 @@ def _b64(data: bytes | None) -> str | None:
 
 
 def _control_type(record: Record) -> str | None:
-    if record.key is None or len(record.key) < _CONTROL_KEY.size:
+    kind = control_type(record.key)
+    if kind is None:
         return None
-    _, kind = _CONTROL_KEY.unpack_from(record.key)
-    try:
-        return ControlType(kind).name
-    except ValueError:
-        return f"UNKNOWN({kind})"
+    return kind.name if isinstance(kind, enum.IntEnum) else f"UNKNOWN({kind})"
 
 
 def batch_summary(path: str, batch: RecordBatch) -> dict[str, Any]:

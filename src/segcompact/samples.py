@@ -11,15 +11,12 @@ from pathlib import Path
 
 from segcompact.format.attributes import Compression
 from segcompact.format.batch import build_batch
+from segcompact.format.control import marker
 from segcompact.format.record import Record
 from segcompact.format.writer import SegmentWriter
 
 VERSION_HEADER = "v"
 _LONG = struct.Struct(">q")
-
-
-def marker_record(offset: int, commit: bool, ts: int) -> Record:
-    return Record(offset, ts, struct.pack(">hh", 0, 1 if commit else 0), struct.pack(">hi", 0, 0))
 
 
 @dataclass
@@ -65,7 +62,7 @@ def generate_partition(
             commit = rnd.random() < 0.6
             seg.batches.append(
                 build_batch(
-                    [marker_record(offset, commit, 5_000 + offset)],
+                    [marker(offset, commit, 5_000 + offset)],
                     is_control=True,
                     is_transactional=True,
                     producer_id=open_txn,

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from segcompact.format.attributes import ControlType
+from segcompact.format.control import ControlType, control_type
 from segcompact.format.segment import base_offset_of, read_batches
 from tests.interop.conftest import CASES, Case, Compacted, Rec, data_records, segment_logs
 from tests.support.kafka_broker import run_java_tool
@@ -135,7 +135,7 @@ def test_commit_marker_in_the_active_segment(compacted: Compacted) -> None:
         for r in b.records()
     }
     markers = [
-        (b.base_offset, ControlType(int.from_bytes(b.records()[0].key[2:4], "big")))
+        (b.base_offset, control_type(b.records()[0].key))
         for b in read_batches(raw[-1])
         if b.is_control
     ]

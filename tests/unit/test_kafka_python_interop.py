@@ -11,6 +11,7 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
+from segcompact.format import control
 from segcompact.format.attributes import Compression, TimestampType
 from segcompact.format.batch import build_batch
 from segcompact.format.record import Record
@@ -147,7 +148,7 @@ def test_log_append_time_batches_report_the_batch_max_timestamp(tmp_path: Path) 
 
 def test_control_batches_kafka_python_recognises() -> None:
     # A COMMIT marker: key = version 0, type 1; value = version 0, coordinator epoch 0.
-    marker = Record(77, 1_000, struct.pack(">hh", 0, 1), struct.pack(">hi", 0, 0))
+    marker = control.marker(77, commit=True, timestamp=1_000)
     data = build_batch(
         [marker], is_control=True, is_transactional=True, producer_id=5, producer_epoch=0
     )

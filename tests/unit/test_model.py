@@ -19,6 +19,7 @@ from segcompact.compaction.rules import (
     is_young,
     order_key,
 )
+from segcompact.format.control import marker as marker_record
 
 V = struct.Struct(">q")
 
@@ -58,8 +59,8 @@ def rec(
 
 
 def marker(offset: int, pid: int, commit: bool) -> LogRecord:
-    key = struct.pack(">hh", 0, 1 if commit else 0)
-    return rec(offset, key, struct.pack(">hi", 0, 0), pid=pid, txn=True, control=True)
+    m = marker_record(offset, commit, timestamp=0)
+    return rec(offset, m.key, m.value, pid=pid, txn=True, control=True)
 
 
 def model(**kwargs: object) -> ReferenceModel:

@@ -9,23 +9,20 @@ from __future__ import annotations
 
 import bisect
 import os
-import struct
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from segcompact.compaction.rules import (
-    Header,
     first_uncleanable_offset,
     header_version,
     is_tombstone,
     order_key,
 )
 from segcompact.config import CompactionStrategy, TopicConfig
-from segcompact.format.attributes import ControlType
+from segcompact.format.control import ControlType, control_type
+from segcompact.format.record import Header
 from segcompact.format.segment import SegmentReader, base_offset_of
-
-_CONTROL_KEY = struct.Struct(">hh")
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +114,8 @@ class ReferenceModel:
             tp = (r.topic, r.partition)
             self.log_end[tp] = max(self.log_end.get(tp, 0), r.batch_last_offset + 1)
         for r in batch:
-            if r.is_control and r.key is not None and len(r.key) >= _CONTROL_KEY.size:
-                _, kind = _CONTROL_KEY.unpack_from(r.key)
+            kind = control_type(r.key) if r.is_control else None
+            if kind is not None:
                 marks = self.markers.setdefault((r.topic, r.partition, r.producer_id), [])
                 bisect.insort(marks, (r.offset, kind == ControlType.COMMIT))
         candidates = [r for r in batch if not r.is_control and not r.is_transactional]

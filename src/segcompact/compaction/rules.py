@@ -1,8 +1,8 @@
 """The per-record rules of compaction: which record wins, and which record is a delete.
 
 Rules come from a topic's :class:`~segcompact.config.TopicConfig`. Both the reference model
-and the Spark job use these definitions; the Spark job restates them
-as column expressions (``segcompact.spark.rules``) and the tests hold the two to each other.
+and the Spark job use these definitions; the Spark job restates them as column expressions
+(``segcompact.spark.rules``), and ``tests/spark/test_rules_twins.py`` holds each to its twin.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import struct
 from collections.abc import Iterable, Sequence
 
 from segcompact.config import CompactionStrategy, TombstoneMode, TopicConfig
+from segcompact.format.record import Header
 
-Header = tuple[str, bytes | None]
 _LONG = struct.Struct(">q")
 TOMBSTONE_TRUE = (b"true", b"1", b"\x01")
 

@@ -57,10 +57,3 @@ class RecordAttr(enum.IntFlag):
     """Masks over a v2 record's attributes byte, unused by Kafka itself."""
 
     TOMBSTONE = 0x01  # KIP-87's explicit delete flag
-
-
-class ControlType(enum.IntEnum):
-    """The type in a control record's key (version i16, type i16)."""
-
-    ABORT = 0
-    COMMIT = 1
