@@ -67,12 +67,12 @@ def _progress() -> Callable[[int], None]:
 def _status(args: argparse.Namespace) -> int:
     config = _load(args.config)
     from segcompact.clock import SystemClock
-    from segcompact.spark.job import tables_of
     from segcompact.spark.session import get_spark
     from segcompact.spark.status import partition_status
+    from segcompact.spark.tables import Tables
 
     spark = get_spark()
-    tables = tables_of(config)
+    tables = Tables.of(config)
     tables.ensure(spark)
     rows = partition_status(spark, config, tables, SystemClock().now_ms())
     if args.format == "json":
@@ -109,11 +109,11 @@ def _delete_records(args: argparse.Namespace) -> int:
     requests = read_offset_json(args.offset_json_file)
     from segcompact.clock import SystemClock
     from segcompact.spark.delete_records import delete_records
-    from segcompact.spark.job import tables_of
     from segcompact.spark.session import get_spark
+    from segcompact.spark.tables import Tables
 
     spark = get_spark()
-    tables = tables_of(config)
+    tables = Tables.of(config)
     tables.ensure(spark)
     outcomes = delete_records(spark, tables, requests, SystemClock().now_ms())
     print("Records delete operation completed:")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 
@@ -29,3 +30,8 @@ class ManualClock:
 
     def advance(self, ms: int) -> None:
         self.current_ms += ms
+
+
+def epoch_ms(value: datetime | None) -> int | None:
+    """A timestamp read from a table as epoch milliseconds (None stays None)."""
+    return None if value is None else int(value.timestamp() * 1000)

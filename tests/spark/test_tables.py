@@ -9,8 +9,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from segcompact.errors import ConfigError
-from segcompact.spark.merge import Tables
-from segcompact.spark.tables import PENDING_SCHEMA, Table
+from segcompact.spark.tables import PENDING_SCHEMA, Table, Tables
 
 pytestmark = pytest.mark.spark
 

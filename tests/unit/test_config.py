@@ -27,6 +27,7 @@ from segcompact.config import (
     resolve_location,
 )
 from segcompact.errors import ConfigError, SegcompactError
+from segcompact.format.attributes import Compression
 
 REPO = Path(__file__).resolve().parents[2]
 FILE = "conf/bad.toml"
@@ -488,9 +489,9 @@ def test_default_conf_file_loads_as_designed() -> None:
     assert cfg.state.table == "data/state"
     assert cfg.output.path == "data/compacted"
     assert cfg.stream == StreamConfig()
-    assert cfg.stream.trigger_interval_ms == 10_000
+    assert cfg.stream.trigger_interval == "10 seconds"
     assert cfg.defaults == TopicConfig()
-    assert cfg.topic_overrides == ("orders", "inventory", "sessions")  # the demo's topics
+    assert list(cfg.topics) == ["orders", "inventory", "sessions"]  # the demo's topics
     assert cfg.topic("inventory").strategy_header == "v"
     assert cfg.topic("sessions").tombstone_mode is TombstoneMode.HEADER
     assert cfg.topic("orders").compaction_strategy is CompactionStrategy.TIMESTAMP
@@ -556,11 +557,11 @@ def test_precedence_kafka_default_then_defaults_then_topic() -> None:
     orders, users, other = cfg.topic("orders"), cfg.topic("users"), cfg.topic("other")
     assert orders.segment_bytes == 4096  # topic
     assert orders.delete_retention_ms == 1000  # [defaults]
-    assert orders.compression_type == "lz4"
+    assert orders.compression_type is Compression.LZ4
     assert orders.min_cleanable_dirty_ratio == 0.5  # Kafka's default
     assert users == other == cfg.defaults
     assert other.segment_bytes == 2048
-    assert cfg.topic_overrides == ("orders", "users")
+    assert list(cfg.topics) == ["orders", "users"]  # file order
 
 
 def test_topic_lookup_is_precomputed() -> None:
@@ -581,8 +582,7 @@ def test_kafka_defaults() -> None:
     assert t.min_cleanable_dirty_ratio == 0.5
     assert t.segment_bytes == 1_073_741_824
     assert t.index_interval_bytes == 4096
-    assert t.compression_type == "producer"
-    assert t.output_codec is None
+    assert t.compression_type is None  # "producer": keep the input's codec
     assert t.gdpr_deletion_sla_ms is None
 
 
@@ -624,7 +624,7 @@ def test_strings_numbers_booleans_and_case() -> None:
     assert d.min_cleanable_dirty_ratio == 0.25
     assert d.compaction_strategy is CompactionStrategy.TIMESTAMP
     assert d.tombstone_mode is TombstoneMode.HEADER
-    assert (d.compression_type, d.output_codec) == ("uncompressed", "none")
+    assert d.compression_type is Compression.NONE
     assert d.gdpr_deletion_sla_ms == 2_592_000_000
     assert cfg.topic("metrics").gdpr_deletion_sla_ms is None  # "none" turns the SLA off
     assert cfg.topic("metrics").min_cleanable_dirty_ratio == 1.0
@@ -663,22 +663,43 @@ def test_integer_out_of_range_is_rejected(
 
 
 @pytest.mark.parametrize(
-    ("text", "ms"),
+    "text",
     [
-        ("10 seconds", 10_000),
-        ("1 second", 1000),
-        ("500 milliseconds", 500),
-        ("2 minutes", 120_000),
-        ("1 minute 30 seconds", 90_000),
-        ("interval 1 hour", 3_600_000),
-        ("0 seconds", 0),
-        ("1 day", 86_400_000),
+        "10 seconds",
+        "1 second",
+        "500 milliseconds",
+        "2 minutes",
+        "1 minute 30 seconds",
+        "interval 1 hour",
+        "INTERVAL 2 Hours",
+        "0 seconds",
+        "1 day",
+        " 3 weeks ",
+        "7 microseconds",
     ],
 )
-def test_trigger_interval(text: str, ms: int) -> None:
+def test_trigger_interval_is_checked_then_kept_for_spark(text: str) -> None:
     stream = config(stream={"trigger_interval": text}).stream
-    assert stream.trigger_interval == text
-    assert stream.trigger_interval_ms == ms
+    assert stream.trigger_interval == text.strip()  # Spark parses it; the config only checks
+
+
+@pytest.mark.parametrize(
+    ("text", "codec"),
+    [
+        ("producer", None),
+        ("uncompressed", Compression.NONE),
+        ("none", Compression.NONE),
+        ("gzip", Compression.GZIP),
+        ("Snappy", Compression.SNAPPY),
+        (" lz4 ", Compression.LZ4),
+        ("ZSTD", Compression.ZSTD),
+    ],
+)
+def test_compression_type_is_the_codec_the_writer_uses(
+    text: str, codec: Compression | None
+) -> None:
+    topic = config(topics={"t": {"compression.type": text}}).topic("t")
+    assert topic.compression_type is codec
 
 
 # --- locations ------------------------------------------------------------------------------
@@ -754,23 +775,6 @@ def test_topic_config_checks_cross_field_rules() -> None:
         TopicConfig(compaction_strategy=CompactionStrategy.HEADER)
     with pytest.raises(ConfigError, match=r"max\.compaction\.lag\.ms"):
         TopicConfig(min_compaction_lag_ms=10, max_compaction_lag_ms=5)
-
-
-def test_to_properties_uses_kafka_names() -> None:
-    props = config(defaults={"compression.type": "zstd", "gdpr.deletion.sla.ms": 60_000}).defaults
-    assert props.to_properties() == {
-        "compaction.strategy": "offset",
-        "compaction.tombstone.mode": "null-value",
-        "compaction.tombstone.header": "tombstone",
-        "delete.retention.ms": "86400000",
-        "min.compaction.lag.ms": "0",
-        "max.compaction.lag.ms": "9223372036854775807",
-        "min.cleanable.dirty.ratio": "0.5",
-        "segment.bytes": "1073741824",
-        "index.interval.bytes": "4096",
-        "compression.type": "zstd",
-        "gdpr.deletion.sla.ms": "60000",
-    }
 
 
 def test_config_pickles_for_spark_closures() -> None:

@@ -45,4 +45,10 @@ def test_compaction_delay_is_how_far_past_the_max_lag() -> None:
     d = decide(
         stats(1, 99, first_dirty=1_000), TopicConfig(max_compaction_lag_ms=HOUR), 1_000 + HOUR + 5
     )
-    assert d.due and d.compaction_delay_ms == 5 and d.dirty_ratio == 0.01
+    assert d.reasons == (Reason.MAX_LAG,) and d.compaction_delay_ms == 5 and d.dirty_ratio == 0.01
+
+
+def test_an_uncleanable_partition_is_never_due_but_its_delay_still_shows() -> None:
+    s = PartitionStats(90, 10, 0, 0, log_start_moved=True, uncleanable=True)
+    d = decide(s, TopicConfig(max_compaction_lag_ms=HOUR), HOUR + 7)
+    assert d.reasons == () and d.compaction_delay_ms == 7

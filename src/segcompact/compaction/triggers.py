@@ -32,17 +32,14 @@ class PartitionStats:
     first_dirty_timestamp: int | None  # earliest timestamp not yet materialised
     next_horizon: int | None  # earliest delete horizon among materialised tombstones
     log_start_moved: bool = False
+    uncleanable: bool = False  # a corrupt segment: Kafka's cleaner skips such a partition too
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    reasons: tuple[Reason, ...]
+    reasons: tuple[Reason, ...]  # empty: not due
     dirty_ratio: float
     compaction_delay_ms: int  # Kafka's max-compaction-delay: how far past max.compaction.lag
-
-    @property
-    def due(self) -> bool:
-        return bool(self.reasons)
 
 
 def dirty_ratio(stats: PartitionStats) -> float:
@@ -70,4 +67,6 @@ def decide(stats: PartitionStats, topic: TopicConfig, now_ms: int) -> Decision:
         reasons.append(Reason.HORIZON)
     if stats.log_start_moved:
         reasons.append(Reason.LOG_START)
+    if stats.uncleanable:
+        reasons.clear()
     return Decision(tuple(reasons), ratio, delay)

@@ -8,7 +8,7 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from segcompact.compaction.log_start import Outcome, low_watermark
-from segcompact.spark.merge import Tables
+from segcompact.spark.tables import Tables
 
 
 def delete_records(

@@ -21,13 +21,9 @@ from segcompact.clock import Clock, SystemClock
 from segcompact.config import CompactorConfig
 from segcompact.errors import SegcompactError
 from segcompact.spark.materialize import Materializer
-from segcompact.spark.merge import BatchMerger, Tables
+from segcompact.spark.merge import BatchMerger
 from segcompact.spark.source import NAME, register
-
-
-def tables_of(config: CompactorConfig) -> Tables:
-    s = config.state
-    return Tables.at(s.table, s.partitions_table, s.pending_table, s.young_table)
+from segcompact.spark.tables import Tables
 
 
 def manifest_dir(config: CompactorConfig) -> str:
@@ -44,7 +40,7 @@ class Compactor:
         self.spark = spark
         self.config = config
         self.clock = clock or SystemClock()
-        self.tables = tables_of(config)
+        self.tables = Tables.of(config)
         self.tables.ensure(spark)
         self.merger = BatchMerger(spark, self.tables, config, self.clock)
         self.materializer = Materializer(spark, config, self.tables, self.clock)

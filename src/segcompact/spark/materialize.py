@@ -31,11 +31,11 @@ from pyspark.sql import types as T
 from segcompact.clock import Clock
 from segcompact.compaction.output import OutputRecord, size_estimate, write_partition
 from segcompact.compaction.rules import is_young
-from segcompact.compaction.triggers import PartitionStats, Reason, decide
+from segcompact.compaction.triggers import Reason
 from segcompact.config import CompactorConfig, TombstoneMode
 from segcompact.format.attributes import Compression
-from segcompact.spark.merge import Tables
-from segcompact.spark.tables import RECORD_FIELDS
+from segcompact.spark.partitions import decision
+from segcompact.spark.tables import RECORD_FIELDS, Tables
 
 VERSIONS = ".versions"
 _RESULT = T.StructType(
@@ -62,7 +62,7 @@ class Plan:
     version: int
     log_start_offset: int
     log_end_offset: int
-    compression: int
+    compression: Compression
     segment_bytes: int
     index_interval_bytes: int
     staging: str
@@ -80,10 +80,11 @@ def version_dir(output: str, topic: str, partition: int, version: int) -> str:
     return os.path.join(output, VERSIONS, f"{topic}-{partition}", f"v{version}")
 
 
-def _codec(topic_codec: str | None, input_codec: int | None) -> int:
+def _codec(topic_codec: Compression | None, input_codec: int | None) -> Compression:
+    """The topic's ``compression.type``, or for "producer" (None) the input's codec."""
     if topic_codec is not None:
-        return int(Compression.from_str(topic_codec))
-    return int(input_codec or 0)
+        return topic_codec
+    return Compression(input_codec or 0)
 
 
 def write_plan(plan: Plan, rows: pa.Table) -> dict[str, Any]:
@@ -132,7 +133,7 @@ def write_plan(plan: Plan, rows: pa.Table) -> dict[str, Any]:
         records(),
         log_end_offset=plan.log_end_offset,
         log_start_offset=plan.log_start_offset,
-        compression=Compression(plan.compression),
+        compression=plan.compression,
         segment_bytes=plan.segment_bytes,
         index_interval_bytes=plan.index_interval_bytes,
     )
@@ -200,16 +201,11 @@ class Materializer:
         if partition is not None:
             parts = parts.where(F.col("partition") == partition)
         plans = []
-        for r in parts.where(F.col("uncleanable_reason").isNull()).collect():
+        for r in parts.collect():
+            if r.uncleanable_reason is not None:
+                continue  # not even when forced: its input is damaged
             cfg = self.config.topic(r.topic)
-            stats = PartitionStats(
-                r.dirty_bytes,
-                r.clean_bytes,
-                _ms(r.first_dirty_timestamp),
-                _ms(r.output_next_horizon),
-                r.log_start_offset != (r.materialized_log_start or 0),
-            )
-            reasons = [str(x) for x in decide(stats, cfg, now).reasons]
+            reasons = [str(x) for x in decision(r, self.config, now).reasons]
             if force:
                 reasons.append(str(Reason.FORCED))
             if not reasons:
@@ -222,7 +218,7 @@ class Materializer:
                     version,
                     r.log_start_offset,
                     r.log_end_offset,
-                    _codec(cfg.output_codec, r.compression),
+                    _codec(cfg.compression_type, r.compression),
                     cfg.segment_bytes,
                     cfg.index_interval_bytes,
                     version_dir(self.config.output.path, r.topic, r.partition, version) + ".tmp",
@@ -317,7 +313,3 @@ def _arrow(schema: T.StructType) -> pa.Schema:
 
 def _empty_state(schema: T.StructType) -> pa.Table:
     return _arrow(schema).empty_table()
-
-
-def _ms(value: Any) -> int | None:
-    return None if value is None else int(value.timestamp() * 1000)

@@ -85,6 +85,24 @@ def rank(offset: Column, timestamp: Column, order_value: Column, r: TopicConfig)
     return F.struct(parts[0].alias("r1"), parts[1].alias("r2"), parts[2].alias("r3"))
 
 
+def rank_by_topic(
+    topic: Column,
+    topics: Mapping[str, TopicConfig],
+    *,
+    table: str = "",
+    default: TopicConfig | None = None,
+) -> Column:
+    """``rank`` of the row's record under its topic's strategy; ``table`` qualifies the record's
+    columns (``"t."`` for a MERGE target)."""
+
+    def of(r: TopicConfig) -> Column:
+        return rank(
+            F.col(f"{table}offset"), F.col(f"{table}timestamp"), F.col(f"{table}order_value"), r
+        )
+
+    return per_topic(topic, topics, of, default=default)
+
+
 def tombstone(value: Column, headers: Column, attributes: Column, r: TopicConfig) -> Column:
     if r.tombstone_mode is TombstoneMode.HEADER:
         present, flag = last_header_value(headers, r.tombstone_header)

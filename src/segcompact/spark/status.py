@@ -7,15 +7,17 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from segcompact.compaction.triggers import PartitionStats, decide
+from segcompact.clock import epoch_ms
 from segcompact.config import CompactorConfig
-from segcompact.spark.merge import Tables
+from segcompact.spark.partitions import decision
+from segcompact.spark.tables import Tables
 
 
 def partition_status(
     spark: SparkSession, config: CompactorConfig, tables: Tables, now_ms: int
 ) -> list[dict[str, Any]]:
-    """One dict per (topic, partition), sorted; times in epoch milliseconds."""
+    """One dict per (topic, partition), sorted; times in epoch milliseconds. ``due`` is the
+    materialiser's own decision (``partitions.decision``)."""
     state = (
         tables.state.read(spark)
         .groupBy("topic", "partition")
@@ -39,13 +41,7 @@ def partition_status(
     )
     out = []
     for r in rows:
-        first_dirty = _ms(r.first_dirty_timestamp)
-        next_horizon = _ms(r.next_horizon)
-        decision = decide(
-            PartitionStats(r.dirty_bytes, r.clean_bytes, first_dirty, next_horizon),
-            config.topic(r.topic),
-            now_ms,
-        )
+        due = decision(r, config, now_ms)
         out.append(
             {
                 "topic": r.topic,
@@ -56,21 +52,18 @@ def partition_status(
                 "keys": r.keys or 0,
                 "dirty_bytes": r.dirty_bytes,
                 "clean_bytes": r.clean_bytes,
-                "dirty_ratio": round(decision.dirty_ratio, 4),
+                "dirty_ratio": round(due.dirty_ratio, 4),
                 # Kafka's max-compaction-delay-secs, in ms: how far past max.compaction.lag.ms.
-                "max_compaction_delay_ms": decision.compaction_delay_ms,
-                "due": ", ".join(decision.reasons) or None,
+                "max_compaction_delay_ms": due.compaction_delay_ms,
+                "due": ", ".join(due.reasons) or None,
                 "tombstones_pending": r.tombstones_pending or 0,
                 # Records kept raw, younger than min.compaction.lag.ms or after one that is.
                 "young_records": r.young_records or 0,
-                "next_horizon_ms": next_horizon,
+                # When the state's next tombstone expires (the output's may differ: see due).
+                "next_horizon_ms": epoch_ms(r.next_horizon),
                 "keyless_records": r.keyless_records,
-                "last_materialized_ms": _ms(r.last_materialized_at),
+                "last_materialized_ms": epoch_ms(r.last_materialized_at),
                 "uncleanable": r.uncleanable_reason,
             }
         )
     return out
-
-
-def _ms(value: Any) -> int | None:
-    return None if value is None else int(value.timestamp() * 1000)

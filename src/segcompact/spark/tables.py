@@ -6,59 +6,71 @@ and other catalogs, by a catalog name such as ``main.segcompact.state``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from segcompact.config import is_table_name
+from segcompact.config import CompactorConfig, is_table_name
 from segcompact.errors import ConfigError
 
 HEADERS = T.ArrayType(
     T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())])
 )
 
+
+def _field(name: str, kind: T.DataType, nullable: bool = False) -> T.StructField:
+    return T.StructField(name, kind, nullable)
+
+
+# Where a record is, and the record as Spark's Kafka source types it: shared by every table.
+_PARTITION = [_field("topic", T.StringType()), _field("partition", T.IntegerType())]
+_OFFSET_AND_TIME = [
+    _field("offset", T.LongType()),
+    _field("timestamp", T.TimestampType()),
+    _field("timestampType", T.IntegerType()),
+]
+
 STATE_SCHEMA = T.StructType(
     [
-        T.StructField("topic", T.StringType(), False),
-        T.StructField("partition", T.IntegerType(), False),
-        T.StructField("key", T.BinaryType(), False),
-        T.StructField("offset", T.LongType(), False),
-        T.StructField("timestamp", T.TimestampType(), False),
-        T.StructField("timestampType", T.IntegerType(), False),
-        T.StructField("value", T.BinaryType(), True),
-        T.StructField("headers", HEADERS, True),
-        T.StructField("order_value", T.LongType(), True),
-        T.StructField("tombstone", T.BooleanType(), False),
-        T.StructField("delete_horizon", T.TimestampType(), True),
-        T.StructField("cleaned_at", T.TimestampType(), False),
+        *_PARTITION,
+        _field("key", T.BinaryType()),
+        *_OFFSET_AND_TIME,
+        _field("value", T.BinaryType(), True),
+        _field("headers", HEADERS, True),
+        _field("order_value", T.LongType(), True),
+        _field("tombstone", T.BooleanType()),
+        _field("delete_horizon", T.TimestampType(), True),
+        _field("cleaned_at", T.TimestampType()),
     ]
 )
 
 PARTITIONS_SCHEMA = T.StructType(
     [
-        T.StructField("topic", T.StringType(), False),
-        T.StructField("partition", T.IntegerType(), False),
-        T.StructField("log_start_offset", T.LongType(), False),
-        T.StructField("log_end_offset", T.LongType(), False),
+        *_PARTITION,
+        _field("log_start_offset", T.LongType()),
+        _field("log_end_offset", T.LongType()),
         # Earliest record timestamp not yet materialised (KIP-354's clock starts here).
-        T.StructField("first_dirty_timestamp", T.TimestampType(), True),
-        T.StructField("first_dirty_appended_at", T.TimestampType(), True),
-        T.StructField("dirty_bytes", T.LongType(), False),
-        T.StructField("clean_bytes", T.LongType(), False),
-        T.StructField("segments", T.LongType(), False),
-        T.StructField("records", T.LongType(), False),  # data records read (markers excluded)
-        T.StructField("keyless_records", T.LongType(), False),
-        T.StructField("bad_version_headers", T.LongType(), False),
-        T.StructField("compression", T.IntegerType(), True),  # codec of the newest input batch
-        T.StructField("last_materialized_at", T.TimestampType(), True),
-        T.StructField("materialized_version", T.LongType(), True),
-        T.StructField("materialized_log_start", T.LongType(), True),
+        _field("first_dirty_timestamp", T.TimestampType(), True),
+        _field("first_dirty_appended_at", T.TimestampType(), True),
+        _field("dirty_bytes", T.LongType()),
+        _field("clean_bytes", T.LongType()),
+        _field("segments", T.LongType()),
+        _field("records", T.LongType()),  # data records read (markers excluded)
+        _field("keyless_records", T.LongType()),
+        _field("bad_version_headers", T.LongType()),
+        _field("compression", T.IntegerType(), True),  # codec of the newest input batch
+        _field("last_materialized_at", T.TimestampType(), True),
+        _field("materialized_version", T.LongType(), True),
+        _field("materialized_log_start", T.LongType(), True),
         # Earliest delete horizon among the tombstones in the published output.
-        T.StructField("output_next_horizon", T.TimestampType(), True),
-        T.StructField("uncleanable_reason", T.StringType(), True),
-        T.StructField("updated_at", T.TimestampType(), False),
+        _field("output_next_horizon", T.TimestampType(), True),
+        _field("uncleanable_reason", T.StringType(), True),
+        _field("updated_at", T.TimestampType()),
     ]
 )
 
@@ -72,22 +84,24 @@ YOUNG_SCHEMA = T.StructType([*RECORD_FIELDS, T.StructField("segment_base", T.Lon
 # Undecided transactional records, and the markers seen (is_control), until decided.
 PENDING_SCHEMA = T.StructType(
     [
-        T.StructField("topic", T.StringType(), False),
-        T.StructField("partition", T.IntegerType(), False),
-        T.StructField("producer_id", T.LongType(), False),
-        T.StructField("is_control", T.BooleanType(), False),
-        T.StructField("commit", T.BooleanType(), True),
-        T.StructField("key", T.BinaryType(), True),
-        T.StructField("value", T.BinaryType(), True),
-        T.StructField("offset", T.LongType(), False),
-        T.StructField("timestamp", T.TimestampType(), False),
-        T.StructField("timestampType", T.IntegerType(), False),
-        T.StructField("headers", HEADERS, True),
-        T.StructField("attributes", T.ByteType(), False),
-        T.StructField("delete_horizon", T.TimestampType(), True),
-        T.StructField("segment_base", T.LongType(), False),
+        *_PARTITION,
+        _field("producer_id", T.LongType()),
+        _field("is_control", T.BooleanType()),
+        _field("commit", T.BooleanType(), True),
+        _field("key", T.BinaryType(), True),
+        _field("value", T.BinaryType(), True),
+        *_OFFSET_AND_TIME,
+        _field("headers", HEADERS, True),
+        _field("attributes", T.ByteType()),
+        _field("delete_horizon", T.TimestampType(), True),
+        _field("segment_base", T.LongType()),
     ]
 )
+
+
+def timestamp(ms: int) -> Column:
+    """A timestamp literal from epoch milliseconds, as the tables store times."""
+    return F.timestamp_millis(F.lit(ms))
 
 
 def qualify(spark: SparkSession, path: str) -> str:
@@ -164,3 +178,50 @@ class Table:
             writer.save(qualify(df.sparkSession, self.name))
         else:
             writer.saveAsTable(self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Tables:
+    """The Delta tables of one compactor."""
+
+    state: Table
+    partitions: Table
+    pending: Table
+    young: Table
+
+    @classmethod
+    def at(cls, state: str, partitions: str, pending: str, young: str) -> Tables:
+        return cls(
+            Table(state, STATE_SCHEMA),
+            Table(partitions, PARTITIONS_SCHEMA),
+            Table(pending, PENDING_SCHEMA),
+            Table(young, YOUNG_SCHEMA),
+        )
+
+    @classmethod
+    def of(cls, config: CompactorConfig) -> Tables:
+        """The tables ``config``'s ``[state]`` names."""
+        s = config.state
+        return cls.at(s.table, s.partitions_table, s.pending_table, s.young_table)
+
+    def ensure(self, spark: SparkSession) -> None:
+        """Create the missing ones; refuse any without segcompact's columns."""
+        for t in (self.state, self.partitions, self.pending, self.young):
+            t.ensure(spark)
+
+
+@contextmanager
+def idempotent_writes(spark: SparkSession, app_id: str, version: int) -> Iterator[None]:
+    """Delta skips a write whose (app id, version) this table has committed before.
+
+    For DML (MERGE, DELETE), which takes the pair from the session; ``Table.append`` and
+    ``Table.overwrite`` pass it as write options instead.
+    """
+    conf = spark.conf
+    conf.set("spark.databricks.delta.write.txnAppId", app_id)
+    conf.set("spark.databricks.delta.write.txnVersion", str(version))
+    try:
+        yield
+    finally:
+        conf.unset("spark.databricks.delta.write.txnAppId")
+        conf.unset("spark.databricks.delta.write.txnVersion")

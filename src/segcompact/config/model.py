@@ -1,0 +1,165 @@
+"""The configuration's public model: the typed, checked values the rest of segcompact reads.
+
+Topic settings carry Kafka's names' meanings and Kafka's defaults. Locations are kept exactly
+as written; :meth:`CompactorConfig.with_base_dir` pins relative local paths to a folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Self
+
+from segcompact.config.locations import resolve_location
+from segcompact.errors import ConfigError
+from segcompact.format.attributes import Compression
+
+LONG_MAX = 2**63 - 1  # Kafka's long, as in *.ms settings
+INT_MAX = 2**31 - 1  # Kafka's int, as in *.bytes settings
+
+
+class ChoiceEnum(enum.StrEnum):
+    """A setting with a fixed set of spellings, matched in any case."""
+
+    @classmethod
+    def from_str(cls, value: str) -> Self:
+        """The member spelled ``value`` (any case); ``ValueError`` listing the valid ones."""
+        for member in cls:
+            if member.value == value.strip().lower():
+                return member
+        raise ValueError(f"unknown {cls.__name__} {value!r}; expected one of {cls.choices()}")
+
+    @classmethod
+    def choices(cls) -> str:
+        return ", ".join(m.value for m in cls)
+
+
+class CompactionStrategy(ChoiceEnum):
+    """``compaction.strategy`` (KIP-280): which of two records with the same key wins."""
+
+    OFFSET = "offset"
+    TIMESTAMP = "timestamp"
+    HEADER = "header"
+
+
+class TombstoneMode(ChoiceEnum):
+    """``compaction.tombstone.mode`` (KIP-87): what marks a record as a delete."""
+
+    NULL_VALUE = "null-value"
+    HEADER = "header"
+    ATTRIBUTE = "attribute"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfig:
+    """One topic's compaction settings, fully resolved; the defaults are Kafka's.
+
+    :func:`~segcompact.config.load_config` checks every value; direct construction (tests)
+    checks only the cross-field rules that no compaction code should ever have to doubt.
+    """
+
+    compaction_strategy: CompactionStrategy = CompactionStrategy.OFFSET
+    strategy_header: str | None = None
+    tombstone_mode: TombstoneMode = TombstoneMode.NULL_VALUE
+    tombstone_header: str = "tombstone"
+    delete_retention_ms: int = 86_400_000
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_cleanable_dirty_ratio: float = 0.5
+    segment_bytes: int = 1_073_741_824
+    index_interval_bytes: int = 4096
+    # The codec to write with; None is Kafka's "producer": keep the input's codec.
+    compression_type: Compression | None = None
+    gdpr_deletion_sla_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.compaction_strategy is CompactionStrategy.HEADER and not self.strategy_header:
+            raise ConfigError("compaction.strategy header needs compaction.strategy.header")
+        if self.max_compaction_lag_ms < self.min_compaction_lag_ms:
+            raise ConfigError("max.compaction.lag.ms is less than min.compaction.lag.ms")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceConfig:
+    """``[source]``: roots in Kafka log-dir layout."""
+
+    paths: tuple[str, ...]
+    rolled_only: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class StateConfig:
+    """``[state]``: Delta tables, each a path or (on Databricks) a catalog table name."""
+
+    table: str = "data/state"
+    partitions_table: str = "data/partitions"
+    pending_table: str = "data/pending_txn"  # records of transactions still undecided
+    young_table: str = "data/young"  # records younger than min.compaction.lag.ms, kept raw
+    ledger_table: str = "data/deletion_ledger"  # deletion ledger for the GDPR SLA
+
+
+@dataclass(frozen=True, slots=True)
+class OutputConfig:
+    """``[output]``: where re-materialised segments go."""
+
+    path: str = "data/compacted"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamConfig:
+    """``[stream]``: the streaming query and the materialiser's clock.
+
+    ``trigger_interval`` is handed to Spark as written (after the parser checked it).
+    ``materialize_check_interval_ms`` lives here and not with the topic keys: it is how often
+    the one driver-side timer wakes up to evaluate every partition's triggers, not a property
+    of a topic, and Kafka has no topic-level name for it (the cleaner's nearest knob,
+    ``log.cleaner.backoff.ms``, is broker-wide too).
+    """
+
+    checkpoint: str = "checkpoints/segcompact"
+    trigger_interval: str = "10 seconds"
+    max_segments_per_batch: int = 0  # 0: no limit
+    materialize_check_interval_ms: int = 60_000
+
+
+@dataclass(frozen=True, slots=True)
+class CompactorConfig:
+    """A whole configuration file. ``topics`` holds the resolved topics named in the file."""
+
+    source: SourceConfig
+    state: StateConfig = StateConfig()
+    output: OutputConfig = OutputConfig()
+    stream: StreamConfig = StreamConfig()
+    defaults: TopicConfig = TopicConfig()
+    topics: Mapping[str, TopicConfig] = field(default_factory=dict, hash=False)
+    config_file: str | None = field(default=None, compare=False)
+
+    def topic(self, name: str) -> TopicConfig:
+        """Settings for ``name``: its ``[topics]`` entry, else the resolved ``[defaults]``."""
+        return self.topics.get(name, self.defaults)
+
+    def with_base_dir(self, base_dir: str | os.PathLike[str]) -> CompactorConfig:
+        """A copy whose relative local paths are made absolute under ``base_dir``.
+
+        URIs, absolute paths and catalog table names are left as they are.
+        """
+
+        def loc(value: str, *, table: bool = False) -> str:
+            return resolve_location(value, base_dir, table=table)
+
+        return dataclasses.replace(
+            self,
+            source=dataclasses.replace(self.source, paths=tuple(map(loc, self.source.paths))),
+            state=StateConfig(
+                table=loc(self.state.table, table=True),
+                partitions_table=loc(self.state.partitions_table, table=True),
+                pending_table=loc(self.state.pending_table, table=True),
+                young_table=loc(self.state.young_table, table=True),
+                ledger_table=loc(self.state.ledger_table, table=True),
+            ),
+            output=OutputConfig(path=loc(self.output.path)),
+            stream=dataclasses.replace(self.stream, checkpoint=loc(self.stream.checkpoint)),
+        )

@@ -1,0 +1,156 @@
+"""The partitions table: what each micro-batch adds to a partition's numbers, and whether a
+partition is due for re-materialisation.
+
+A batch's numbers come in two steps: :func:`partial_sums` are aggregates computed per key in the
+merge's one pass over the decoded batch, :func:`batch_stats` adds them up per partition, and
+:func:`merge_batch_stats` adds those to the table. :func:`decision` is the one place that reads
+a partitions-table row as trigger inputs: ``segcompact status`` and the materialiser both call it,
+so what status calls due is what ``materialize`` writes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from segcompact.clock import epoch_ms
+from segcompact.compaction.triggers import Decision, PartitionStats, decide
+from segcompact.config import CompactorConfig
+from segcompact.spark.tables import Table, timestamp
+
+# What one batch adds to a partition, in the order the rows of batch_stats hold them.
+_STATS_DDL = (
+    "topic string, partition int, log_end_offset long, dirty_bytes long, segments long, "
+    "records long, first_dirty_timestamp timestamp, uncleanable_reason string, "
+    "compression int, keyless_records long, bad_version_headers long"
+)
+_STATS_COLUMNS = [part.split()[0] for part in _STATS_DDL.split(", ")]
+
+
+def partial_sums(data: Column, plain: Column) -> list[Column]:
+    """Aggregates over a key's rows of a decoded batch (summary rows included) that
+    :func:`batch_stats` adds up per partition. ``data``: a data record (not a marker or a
+    summary row); ``plain``: a non-transactional data record at or above the log start."""
+    return [
+        F.max("batch_last_offset").alias("last_offset"),
+        F.sum("segment_bytes").alias("dirty_bytes"),
+        F.count(F.when(F.col("segment_end"), 1)).alias("segments"),
+        F.count(F.when(data, 1)).alias("records"),
+        F.min(F.when(data, F.col("timestamp"))).alias("first_dirty_timestamp"),
+        F.first(F.col("error"), ignorenulls=True).alias("uncleanable_reason"),
+        F.max(F.when(data, F.col("offset"))).alias("last_data_offset"),
+        F.max_by(F.when(data, F.col("compression")), F.when(data, F.col("offset"))).alias(
+            "compression"
+        ),
+        # Transactional records and markers: without either, no pending record is decided.
+        F.count(F.when(~F.col("segment_end") & F.col("is_transactional"), 1)).alias("txn_records"),
+        F.count(F.when(plain & F.col("key").isNull(), 1)).alias("keyless_records"),
+        F.count(F.when(plain & F.col("bad_version"), 1)).alias("bad_version_headers"),
+    ]
+
+
+def batch_stats(reduced: DataFrame) -> list[dict[str, Any]]:
+    """Per partition of the batch, :func:`partial_sums` added up: what the partitions table
+    adds, the keyless and unreadable-version records among non-transactional ones, and how many
+    transactional records and markers the batch holds (``txn_records``)."""
+    rows = (
+        reduced.groupBy("topic", "partition")
+        .agg(
+            (F.max("last_offset") + 1).alias("log_end_offset"),
+            F.coalesce(F.sum("dirty_bytes"), F.lit(0)).cast("long").alias("dirty_bytes"),
+            F.sum("segments").cast("long").alias("segments"),
+            F.sum("records").cast("long").alias("records"),
+            F.min("first_dirty_timestamp").alias("first_dirty_timestamp"),
+            F.first("uncleanable_reason", ignorenulls=True).alias("uncleanable_reason"),
+            F.max_by("compression", "last_data_offset").cast("int").alias("compression"),
+            F.sum("txn_records").alias("txn_records"),
+            F.sum("keyless_records").cast("long").alias("keyless_records"),
+            F.sum("bad_version_headers").cast("long").alias("bad_version_headers"),
+        )
+        .collect()
+    )
+    return [r.asDict() for r in rows]
+
+
+def add_committed_counts(stats: list[dict[str, Any]], committed: DataFrame) -> None:
+    """Add the keyless and unreadable-version records among committed transactional ones."""
+    counts = committed.groupBy("topic", "partition").agg(
+        F.count(F.when(F.col("key").isNull(), 1)).alias("keyless"),
+        F.count(F.when(F.col("bad_version"), 1)).alias("bad"),
+    )
+    by_tp = {(r.topic, r.partition): r for r in counts.collect()}
+    for r in stats:
+        c = by_tp.get((r["topic"], r["partition"]))
+        if c is not None:
+            r["keyless_records"] += c.keyless
+            r["bad_version_headers"] += c.bad
+
+
+def merge_batch_stats(
+    spark: SparkSession, table: Table, stats: list[dict[str, Any]], now: int
+) -> None:
+    """Add one batch's numbers to the partitions table (new partitions start at log start 0)."""
+    source = spark.createDataFrame(
+        [tuple(r[name] for name in _STATS_COLUMNS) for r in stats], _STATS_DDL
+    )
+
+    def t(name: str) -> Column:
+        return F.col(f"t.{name}")
+
+    def s(name: str) -> Column:
+        return F.col(f"s.{name}")
+
+    summed = ("dirty_bytes", "segments", "records", "keyless_records", "bad_version_headers")
+    never = F.lit(None)
+    (
+        table.delta(spark)
+        .alias("t")
+        .merge(source.alias("s"), "t.topic = s.topic AND t.partition = s.partition")
+        .whenMatchedUpdate(
+            set={
+                **{name: t(name) + s(name) for name in summed},
+                "log_end_offset": F.greatest(t("log_end_offset"), s("log_end_offset")),
+                "first_dirty_timestamp": F.least(
+                    t("first_dirty_timestamp"), s("first_dirty_timestamp")
+                ),
+                "first_dirty_appended_at": F.coalesce(t("first_dirty_appended_at"), timestamp(now)),
+                "uncleanable_reason": F.coalesce(t("uncleanable_reason"), s("uncleanable_reason")),
+                "compression": F.coalesce(s("compression"), t("compression")),
+                "updated_at": timestamp(now),
+            }
+        )
+        .whenNotMatchedInsert(
+            values={
+                **{name: s(name) for name in _STATS_COLUMNS},
+                "log_start_offset": F.lit(0).cast("long"),
+                "first_dirty_appended_at": timestamp(now),
+                "clean_bytes": F.lit(0).cast("long"),
+                "last_materialized_at": never.cast("timestamp"),
+                "materialized_version": never.cast("long"),
+                "materialized_log_start": never.cast("long"),
+                "output_next_horizon": never.cast("timestamp"),
+                "updated_at": timestamp(now),
+            }
+        )
+        .execute()
+    )
+
+
+def decision(row: Any, config: CompactorConfig, now_ms: int) -> Decision:
+    """Whether the partition of a partitions-table ``row`` is due now, and why.
+
+    The horizon is the published output's earliest tombstone horizon (the state's may be later:
+    what matters is what a reader of the output still sees); the log start has moved when it
+    differs from the one the published version was written at.
+    """
+    stats = PartitionStats(
+        row.dirty_bytes,
+        row.clean_bytes,
+        epoch_ms(row.first_dirty_timestamp),
+        epoch_ms(row.output_next_horizon),
+        row.log_start_offset != (row.materialized_log_start or 0),
+        uncleanable=row.uncleanable_reason is not None,
+    )
+    return decide(stats, config.topic(row.topic), now_ms)
