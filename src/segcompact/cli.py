@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from segcompact.errors import CorruptBatchError, SegcompactError
+from segcompact.errors import CorruptBatchError, SegcompactError, UsageError
 
 if TYPE_CHECKING:
     from segcompact.config import CompactorConfig
@@ -104,9 +104,17 @@ def _materialize(args: argparse.Namespace) -> int:
 
 def _delete_records(args: argparse.Namespace) -> int:
     config = _load(args.config)
-    from segcompact.compaction.log_start import read_offset_json
+    from segcompact.compaction.delete_records import parse_offset_json
 
-    requests = read_offset_json(args.offset_json_file)
+    path = args.offset_json_file
+    try:
+        with open(path, "rb") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read: {e.strerror or e}") from None
+    requests = parse_offset_json(text, path)
     from segcompact.clock import SystemClock
     from segcompact.spark.delete_records import delete_records
     from segcompact.spark.session import get_spark

@@ -15,6 +15,7 @@ from segcompact.format.control import control_type
 from segcompact.format.index import read_offset_index, read_time_index
 from segcompact.format.record import Record
 from segcompact.format.segment import SegmentReader, base_offset_of
+from segcompact.storage import LocalInputFile
 
 
 def _b64(data: bytes | None) -> str | None:
@@ -95,7 +96,7 @@ def _text_record(r: dict[str, Any], record: Record) -> str:
 
 
 def _log_lines(path: str, deep: bool, as_json: bool) -> Iterator[str]:
-    for batch in SegmentReader(path, verify_crc=False):
+    for batch in SegmentReader(LocalInputFile(path), verify_crc=False):
         summary = batch_summary(path, batch)
         records = batch.records() if deep else []
         rows = [record_summary(r, batch.is_control) for r in records]

@@ -15,6 +15,11 @@ class UsageError(SegcompactError):
     """Raised when a command-line argument is wrong or a named file is missing."""
 
 
+class SourceError(SegcompactError):
+    """Raised when a source root is missing or the segment manifest is unreadable or
+    inconsistent with the checkpoint."""
+
+
 class CorruptBatchError(SegcompactError):
     """Raised when a batch in a segment cannot be decoded.
 

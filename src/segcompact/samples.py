@@ -14,24 +14,25 @@ from segcompact.format.batch import build_batch
 from segcompact.format.control import marker
 from segcompact.format.record import Record
 from segcompact.format.writer import SegmentWriter
+from segcompact.storage import LocalOutputDirectory
 
 VERSION_HEADER = "v"
 _LONG = struct.Struct(">q")
 
 
 @dataclass
-class Segment:
-    """Encoded batches of one segment, with its base offset."""
+class SampleSegment:
+    """A generated segment's encoded batches, with its base offset, not yet written."""
 
     base_offset: int
     batches: list[bytes] = field(default_factory=list)
 
     def write(self, directory: Path) -> Path:
-        directory.mkdir(parents=True, exist_ok=True)
-        with SegmentWriter(directory, self.base_offset) as w:
+        """Write it as ``<base offset>.log`` (and its indexes) into ``directory``."""
+        with SegmentWriter(LocalOutputDirectory(directory), self.base_offset) as w:
             for b in self.batches:
                 w.append(b)
-        return Path(w.log_path)
+        return directory / w.log_name
 
 
 def generate_partition(
@@ -44,19 +45,19 @@ def generate_partition(
     transactions: bool = False,
     codec: Compression = Compression.NONE,
     ordered_timestamps: bool = False,
-) -> list[Segment]:
+) -> list[SampleSegment]:
     """A partition's log as segments, offsets dense from 0 (markers take offsets too).
 
     Record timestamps are out of order, within 50 s from 1,000,000 ms; ``ordered_timestamps``
     makes them 1,000,000 ms + 100 ms per offset instead, as a log that is appended to over time.
     """
-    segments: list[Segment] = []
+    segments: list[SampleSegment] = []
     offset = 0
     open_txn: int | None = None  # producer id of the transaction in progress
     next_pid = 1000
     while offset < records:
         if not segments or len(segments[-1].batches) >= batches_per_segment:
-            segments.append(Segment(offset))
+            segments.append(SampleSegment(offset))
         seg = segments[-1]
         if transactions and open_txn is not None and rnd.random() < 0.4:
             commit = rnd.random() < 0.6

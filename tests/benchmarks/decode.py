@@ -52,6 +52,8 @@ from segcompact.format.batch import (
 from segcompact.format.codecs import codec_for
 from segcompact.format.columns import column_builder
 from segcompact.format.record import Record
+from segcompact.format.segment import SegmentReader
+from segcompact.storage import LocalInputFile
 
 MiB = 1 << 20
 BATCH_BYTES = 16 << 10  # records section of a batch before compression
@@ -176,7 +178,7 @@ def prefix(segment: Segment, size_mib: float) -> Segment:
 
 def read_segcompact(path: Path, pure: bool = False) -> tuple[int, int]:
     rows = 0
-    for chunk in decode_segment(path, "bench", 0, pure=pure):
+    for chunk in decode_segment(SegmentReader(LocalInputFile(path)), "bench", 0, pure=pure):
         rows += chunk.num_rows
     return rows, -1  # decode_segment does not count batches
 

@@ -8,14 +8,13 @@ import pytest
 from pyspark.sql import SparkSession
 
 from tests.benchmarks import e2e
-from tests.spark.conftest import spark  # noqa: F401  (the shared session fixture)
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.spark]
 
 KEYS = 2000
 
 
-def test_e2e_benchmark_smoke(tmp_path: Path, spark: SparkSession) -> None:  # noqa: F811
+def test_e2e_benchmark_smoke(tmp_path: Path, spark: SparkSession) -> None:
     args = ["--size-mib", "2", "--partitions", "2", "--keys", str(KEYS)]
     out = e2e.main([*args, "--segment-mib", "0.5", "--workdir", str(tmp_path)], spark=spark)
 

@@ -27,6 +27,7 @@ from segcompact.compaction.model import LogRecord, ReferenceModel, StateRow, rea
 from segcompact.config import CompactorConfig, load_config
 from segcompact.format.attributes import Compression
 from segcompact.samples import generate_partition
+from segcompact.storage import LocalInputFile
 from tests.support import config as support_config
 
 RETENTION_MS = 3_600_000
@@ -64,7 +65,7 @@ class Log:
             r
             for (topic, partition), paths in sorted(segments.items())
             for path in paths
-            for r in read_log_records(path, topic, partition)
+            for r in read_log_records(LocalInputFile(path), topic, partition)
         ]
 
 
@@ -377,7 +378,7 @@ def output_records(config: CompactorConfig) -> dict[Partition, list[tuple[Any, .
         out[(topic, int(partition))] = [
             (r.offset, r.key, r.value, r.headers)
             for path in sorted(folder.glob("*.log"))
-            for r in read_log_records(path, topic, int(partition))
+            for r in read_log_records(LocalInputFile(path), topic, int(partition))
         ]
     return out
 

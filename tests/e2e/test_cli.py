@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 from segcompact.compaction.model import ReferenceModel
 from segcompact.config import CompactorConfig, load_config
 from segcompact.format.segment import SegmentReader
+from segcompact.storage import LocalInputFile
 from tests.e2e.harness import (
     RETENTION_MS,
     Log,
@@ -104,7 +105,7 @@ def test_status_json_reports_every_partition(
     assert [(s["topic"], s["partition"]) for s in status] == sorted(rolled)
     for s in status:
         tp = (s["topic"], s["partition"])
-        *_, last_batch = SegmentReader(rolled[tp][-1])
+        *_, last_batch = SegmentReader(LocalInputFile(rolled[tp][-1]))
         data = [r for r in once.log.records({tp: rolled[tp]}) if not r.is_control]
         assert s["log_end_offset"] == last_batch.last_offset + 1, tp
         # Offsets are dense: the active segment, not read yet, starts there.
@@ -237,6 +238,6 @@ def test_demo_ends_with_materialised_segments_and_says_where(
     for directory in partitions:
         assert directory.is_symlink() and f"  {directory}/ -> " in proc.stdout
         (log,) = directory.glob("*.log")
-        assert any(batch.records_count for batch in SegmentReader(log))
+        assert any(batch.records_count for batch in SegmentReader(LocalInputFile(log)))
         assert log.with_suffix(".index").exists() and log.with_suffix(".timeindex").exists()
     assert f"segcompact dump {compacted}/" in proc.stdout

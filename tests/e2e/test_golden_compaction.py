@@ -21,6 +21,7 @@ from segcompact.compaction.model import ReferenceModel, read_log_records
 from segcompact.config import CompactorConfig, load_config
 from segcompact.format.attributes import Compression
 from segcompact.spark.job import Compactor
+from segcompact.storage import LocalInputFile
 from tests.e2e.harness import (
     RETENTION_MS,
     model_pending,
@@ -117,7 +118,7 @@ def compacted(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> 
     Compactor(spark, config, clock).run_once()
 
     records = [r for topic in EXPECTED for p in _logs(SEGMENTS, topic) for r in _read(p, topic)]
-    records += read_log_records(kp_log, KP_TOPIC, 0)
+    records += read_log_records(LocalInputFile(kp_log), KP_TOPIC, 0)
     model = ReferenceModel(config.topic)
     model.apply(records, NOW_MS)
     model.expire(NOW_MS)
@@ -125,7 +126,7 @@ def compacted(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 def _read(path: Path, topic: str) -> list[Any]:
-    return list(read_log_records(path, topic, 0))
+    return list(read_log_records(LocalInputFile(path), topic, 0))
 
 
 def test_state_matches_the_reference_model(spark: SparkSession, compacted: Compacted) -> None:

@@ -26,15 +26,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.support.kafka_broker import (
-    KafkaBroker,
-    KafkaBrokerError,
+from segcompact.storage import LocalInputFile
+from tests.support.jvm import (
+    KafkaError,
     kafka_jars_available,
     kafka_version,
     missing_kafka_message,
     resolve_main_class,
     run_java_tool,
 )
+from tests.support.kafka_broker import KafkaBroker
 
 GOLDEN_DIR = Path(__file__).resolve().parent
 PARTITION = 0
@@ -276,7 +277,7 @@ def produce(broker: KafkaBroker, case: TopicCase) -> None:
             # abort_transaction() purges unsent records; flush first so the aborted records
             # really are in the log, followed by an ABORT marker.
             if producer.flush(60) != 0:
-                raise KafkaBrokerError(f"{case.name}: txn {txn} not delivered")
+                raise KafkaError(f"{case.name}: txn {txn} not delivered")
             if outcome == "committed":
                 producer.commit_transaction(60)
             else:
@@ -285,14 +286,14 @@ def produce(broker: KafkaBroker, case: TopicCase) -> None:
         for rec in case.records:
             send(rec)
         if producer.flush(60) != 0:
-            raise KafkaBrokerError(f"{case.name}: records not delivered within 60s")
+            raise KafkaError(f"{case.name}: records not delivered within 60s")
     if errors:
-        raise KafkaBrokerError(f"{case.name}: delivery failed: {errors[:5]}")
+        raise KafkaError(f"{case.name}: delivery failed: {errors[:5]}")
     offsets = [r.offset for r in case.records]
     if case.transactional:
         _describe_transactions(case)
     elif offsets != list(range(len(case.records))):
-        raise KafkaBrokerError(f"{case.name}: unexpected offsets {offsets}")
+        raise KafkaError(f"{case.name}: unexpected offsets {offsets}")
 
 
 def _describe_transactions(case: TopicCase) -> None:
@@ -332,7 +333,7 @@ def read_batches(log_file: Path) -> list[dict[str, Any]]:
         end = pos + 12 + length
         batch = DefaultRecordBatch(bytearray(data[pos:end]))
         if batch.magic != 2:
-            raise KafkaBrokerError(f"{log_file}@{pos}: magic {batch.magic}, expected 2")
+            raise KafkaError(f"{log_file}@{pos}: magic {batch.magic}, expected 2")
         crc_valid = batch.validate_crc()
         records = []
         for r in batch:
@@ -418,14 +419,14 @@ def check_case(case: TopicCase, batches: list[dict[str, Any]]) -> None:
     if len([b for b in batches if not b["is_control"]]) < 2 and len(case.records) > 64:
         problems.append("expected several batches")
     if problems:
-        raise KafkaBrokerError(f"{case.name}: golden check failed:\n  " + "\n  ".join(problems))
+        raise KafkaError(f"{case.name}: golden check failed:\n  " + "\n  ".join(problems))
 
 
 def check_with_dump_log_segments(files: Sequence[Path], expect: dict[Path, str]) -> None:
     """Kafka's own reader must agree on the codec of every data batch in every file."""
     try:
         resolve_main_class("kafka.tools.DumpLogSegments")
-    except KafkaBrokerError as e:
+    except KafkaError as e:
         # A second opinion only: kafka-python has already checked every record.
         print(f"warning: DumpLogSegments check skipped: {e}", file=sys.stderr)
         return
@@ -443,7 +444,7 @@ def check_with_dump_log_segments(files: Sequence[Path], expect: dict[Path, str])
             seen[current].add(codec)
     for path, codec in expect.items():
         if seen.get(path) != {codec}:
-            raise KafkaBrokerError(f"DumpLogSegments: {path} codecs {seen.get(path)} != {codec}")
+            raise KafkaError(f"DumpLogSegments: {path} codecs {seen.get(path)} != {codec}")
 
 
 # -- main -----------------------------------------------------------------------------------
@@ -532,7 +533,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for case in all_cases:
             files = copy_segments(broker, case, staging)
             logs = [f for f in files if f.suffix == ".log"]
-            batches = [b for log in logs for b in read_batches(log)]
+            batches = [b for log in logs for b in read_batches(LocalInputFile(log))]
             check_case(case, batches)
             all_logs += logs
             codec_of_log.update({log: case.codec for log in logs})

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.kafka_broker import KafkaBroker, kafka_jars_available, missing_kafka_message
+from tests.support.jvm import kafka_jars_available, missing_kafka_message
+from tests.support.kafka_broker import KafkaBroker
 
 pytestmark = pytest.mark.kafka
 

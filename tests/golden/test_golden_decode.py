@@ -13,7 +13,8 @@ import pytest
 from segcompact.compaction.model import ReferenceModel, read_log_records
 from segcompact.config import TopicConfig
 from segcompact.format.arrow import decode_segment
-from segcompact.format.segment import read_batches
+from segcompact.format.segment import SegmentReader, read_batches
+from segcompact.storage import LocalInputFile
 
 HERE = Path(__file__).resolve().parent
 EXPECTED: dict[str, Any] = json.loads((HERE / "expected.json").read_text())["topics"]
@@ -49,7 +50,7 @@ def test_batches_match_what_the_broker_wrote(topic: str) -> None:
             "crc_valid": b.crc_valid,
         }
         for path in _logs(topic)
-        for b in read_batches(path)
+        for b in read_batches(LocalInputFile(path))
     ]
     assert found == [{k: e[k] for k in found[0]} for e in expected]
 
@@ -60,7 +61,7 @@ def test_records_match_what_was_produced(topic: str) -> None:
     data = [
         r
         for path in _logs(topic)
-        for b in read_batches(path)
+        for b in read_batches(LocalInputFile(path))
         if not b.is_control
         for r in b.records()
     ]
@@ -75,9 +76,13 @@ def test_records_match_what_was_produced(topic: str) -> None:
 @pytest.mark.parametrize("pure", [True, False], ids=["pure", "compiled"])
 def test_arrow_decode_matches_the_record_model(topic: str, pure: bool) -> None:
     table = pa.Table.from_batches(
-        [rb for path in _logs(topic) for rb in decode_segment(path, topic, 0, pure=pure)]
+        [
+            rb
+            for path in _logs(topic)
+            for rb in decode_segment(SegmentReader(LocalInputFile(path)), topic, 0, pure=pure)
+        ]
     )
-    models = [r for path in _logs(topic) for r in read_log_records(path, topic, 0)]
+    models = [r for path in _logs(topic) for r in read_log_records(LocalInputFile(path), topic, 0)]
     rows = table.to_pylist()
     assert [r["offset"] for r in rows] == [m.offset for m in models]
     for row, m in zip(rows, models, strict=True):
@@ -91,7 +96,7 @@ def test_reference_model_keeps_the_read_committed_view_of_the_txn_topic() -> Non
     spec = EXPECTED["golden-txn"]
     model = ReferenceModel(lambda _t: TopicConfig())
     for path in _logs("golden-txn"):  # one micro-batch per segment: the marker comes later
-        model.apply(read_log_records(path, "golden-txn", 0), now_ms=0)
+        model.apply(read_log_records(LocalInputFile(path), "golden-txn", 0), now_ms=0)
     committed = {}
     for e in spec["records"]:
         if e["txn_outcome"] == "committed":

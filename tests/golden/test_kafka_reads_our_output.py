@@ -9,7 +9,8 @@ import pytest
 
 from segcompact.compaction.output import OutputRecord, write_partition
 from segcompact.format.attributes import Compression
-from tests.support.kafka_broker import run_java_tool
+from segcompact.storage import LocalOutputDirectory
+from tests.support.jvm import run_java_tool
 
 pytestmark = pytest.mark.kafka
 
@@ -31,8 +32,8 @@ def test_dump_log_segments_reads_our_segments_and_indexes(
         )
         for o in range(0, 4000, 2)
     ]
-    paths = write_partition(
-        tmp_path,
+    written = write_partition(
+        LocalOutputDirectory(tmp_path),
         records,
         log_end_offset=4005,
         compression=codec,
@@ -40,7 +41,8 @@ def test_dump_log_segments_reads_our_segments_and_indexes(
         index_interval_bytes=1024,
         batch_bytes=4096,
     )
-    files = [str(p) for log in paths for p in (log, log[:-4] + ".index", log[:-4] + ".timeindex")]
+    stems = [str(tmp_path / w.name).removesuffix(".log") for w in written]
+    files = [stem + suffix for stem in stems for suffix in (".log", ".index", ".timeindex")]
     proc = run_java_tool(
         "kafka.tools.DumpLogSegments",
         "--deep-iteration",
@@ -51,7 +53,7 @@ def test_dump_log_segments_reads_our_segments_and_indexes(
     out = proc.stdout + proc.stderr
     assert "Exception" not in out and "mismatch" not in out.lower(), out[-2000:]
     assert "isvalid: false" not in out
-    assert out.count("passed sanity check") == 2 * len(paths)
+    assert out.count("passed sanity check") == 2 * len(written)
     offsets = [int(m) for m in re.findall(r"^\| offset: (\d+)", proc.stdout, re.M)]
     assert offsets == [r.offset for r in records]
     assert f"compresscodec: {codec.label}" in proc.stdout

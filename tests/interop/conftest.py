@@ -41,14 +41,10 @@ import pytest
 from segcompact.clock import ManualClock
 from segcompact.config import CompactorConfig, load_config
 from segcompact.format.segment import base_offset_of, read_batches
-from tests.spark.conftest import spark  # noqa: F401  (the session's Spark fixture)
+from segcompact.storage import LocalInputFile
 from tests.support import config as support_config
-from tests.support.kafka_broker import (
-    KafkaBroker,
-    KafkaBrokerError,
-    kafka_jars_available,
-    missing_kafka_message,
-)
+from tests.support.jvm import KafkaError, kafka_jars_available, missing_kafka_message
+from tests.support.kafka_broker import KafkaBroker
 
 PARTITION = 0
 KEYS = 30
@@ -198,7 +194,7 @@ class Compacted:
 
 
 def _newest_timestamp(log: Path) -> int:
-    return max((b.max_timestamp for b in read_batches(log)), default=-1)
+    return max((b.max_timestamp for b in read_batches(LocalInputFile(log))), default=-1)
 
 
 def segment_logs(directory: Path) -> list[Path]:
@@ -211,7 +207,7 @@ def data_records(logs: list[Path]) -> list[Rec]:
     return [
         (r.offset, r.timestamp, r.key, r.value, tuple(r.headers))
         for log in logs
-        for batch in read_batches(log)
+        for batch in read_batches(LocalInputFile(log))
         if not batch.is_control
         for r in batch.records()
     ]
@@ -252,7 +248,7 @@ def produce(broker: KafkaBroker, case: Case) -> None:
                 send(m)
             # abort_transaction() purges unsent records: flush so aborted ones are in the log.
             if producer.flush(60) != 0:
-                raise KafkaBrokerError(f"{case.topic}: transaction {txn} not delivered")
+                raise KafkaError(f"{case.topic}: transaction {txn} not delivered")
             if txn in ABORTED_TXNS:
                 producer.abort_transaction(60)
             else:
@@ -270,7 +266,7 @@ def produce(broker: KafkaBroker, case: Case) -> None:
                 on_delivery=on_delivery,
             )
         if plain.flush(60) != 0:
-            raise KafkaBrokerError(f"{case.topic}: tail records not delivered")
+            raise KafkaError(f"{case.topic}: tail records not delivered")
     elif case.kind in ("open-commit", "open-abort"):
         # The head comes from a second, non-transactional producer.
         plain = Producer(plain_config)
@@ -278,13 +274,13 @@ def produce(broker: KafkaBroker, case: Case) -> None:
         for m in head:
             send(m, via=plain)
         if plain.flush(60) != 0:
-            raise KafkaBrokerError(f"{case.topic}: records not delivered within 60s")
+            raise KafkaError(f"{case.topic}: records not delivered within 60s")
         producer.init_transactions(60)
         producer.begin_transaction()
         for m in txn:
             send(m)
         if producer.flush(60) != 0:
-            raise KafkaBrokerError(f"{case.topic}: transaction not delivered")
+            raise KafkaError(f"{case.topic}: transaction not delivered")
         if case.kind == "open-abort":
             producer.abort_transaction(60)
         else:
@@ -293,9 +289,9 @@ def produce(broker: KafkaBroker, case: Case) -> None:
         for m in msgs:
             send(m)
         if producer.flush(60) != 0:
-            raise KafkaBrokerError(f"{case.topic}: records not delivered within 60s")
+            raise KafkaError(f"{case.topic}: records not delivered within 60s")
     if errors:
-        raise KafkaBrokerError(f"{case.topic}: delivery failed: {errors[:5]}")
+        raise KafkaError(f"{case.topic}: delivery failed: {errors[:5]}")
 
 
 # -- Kafka's cleaner ------------------------------------------------------------------------
@@ -367,7 +363,7 @@ def write_config(tmp: Path, raw: Path) -> CompactorConfig:
 
 
 @pytest.fixture(scope="session")
-def compacted(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Compacted]:  # noqa: F811
+def compacted(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Compacted]:
     if not kafka_jars_available():
         # Not a skip: the test command fetches Kafka, so its absence is a failure.
         pytest.fail(missing_kafka_message())

@@ -32,8 +32,9 @@ import pytest
 
 from segcompact.format.control import ControlType, control_type
 from segcompact.format.segment import base_offset_of, read_batches
+from segcompact.storage import LocalInputFile
 from tests.interop.conftest import CASES, Case, Compacted, Rec, data_records, segment_logs
-from tests.support.kafka_broker import run_java_tool
+from tests.support.jvm import run_java_tool
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -97,8 +98,14 @@ def test_both_end_at_the_active_segment(compacted: Compacted, topic: str) -> Non
     cleanable = [r for r in rolled if r[0] < uncleanable]
     cleaned = [r for r in theirs if r[0] < uncleanable]
     assert len(cleaned) < len(cleanable) / 2, "the cleaner removed little: the test proves little"
-    ours = [b for log in segment_logs(compacted.output_dir(topic)) for b in read_batches(log)]
-    kafka = [b for log in kafka_logs(compacted, topic)[:-1] for b in read_batches(log)]
+    ours = [
+        b
+        for log in segment_logs(compacted.output_dir(topic))
+        for b in read_batches(LocalInputFile(log))
+    ]
+    kafka = [
+        b for log in kafka_logs(compacted, topic)[:-1] for b in read_batches(LocalInputFile(log))
+    ]
     assert ours[-1].last_offset + 1 == active
     assert kafka[-1].last_offset + 1 == active
     name = f"{active:020d}.log"
@@ -114,7 +121,7 @@ def test_output_keeps_the_input_codec(compacted: Compacted, case: Case) -> None:
         codecs = {
             b.compression.label
             for log in segment_logs(root)
-            for b in read_batches(log)
+            for b in read_batches(LocalInputFile(log))
             if b.records_count and not b.is_control
         }
         assert codecs == {case.codec}, root
@@ -130,13 +137,13 @@ def test_commit_marker_in_the_active_segment(compacted: Compacted) -> None:
     open_txn = {
         r.offset
         for log in raw[:-1]
-        for b in read_batches(log)
+        for b in read_batches(LocalInputFile(log))
         if b.is_transactional and not b.is_control
         for r in b.records()
     }
     markers = [
         (b.base_offset, control_type(b.records()[0].key))
-        for b in read_batches(raw[-1])
+        for b in read_batches(LocalInputFile(raw[-1]))
         if b.is_control
     ]
     assert open_txn, "the transaction did not reach into a rolled segment"

@@ -14,9 +14,10 @@ from segcompact.clock import ManualClock
 from segcompact.compaction.model import ReferenceModel, StateRow, read_log_records
 from segcompact.config import CompactorConfig, load_config
 from segcompact.format.attributes import Compression
-from segcompact.samples import Segment, generate_partition
+from segcompact.samples import SampleSegment, generate_partition
 from segcompact.spark.job import Compactor
 from segcompact.spark.tables import Table
+from segcompact.storage import LocalInputFile
 from tests.support import config as support_config
 
 pytestmark = pytest.mark.spark
@@ -107,11 +108,11 @@ class Scenario:
         self.model = ReferenceModel(self.config.topic)
         self.compactor = Compactor(spark, self.config, self.clock)
 
-    def arrive(self, segments: list[tuple[str, int, Segment]]) -> None:
+    def arrive(self, segments: list[tuple[str, int, SampleSegment]]) -> None:
         records = []
         for topic, partition, seg in segments:
             path = seg.write(self.tmp / "in" / f"{topic}-{partition}")
-            records.extend(read_log_records(path, topic, partition))
+            records.extend(read_log_records(LocalInputFile(path), topic, partition))
         self.compactor.run_once()
         self.model.apply(records, self.clock.now_ms())
         self.model.expire(self.clock.now_ms())

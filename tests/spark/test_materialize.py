@@ -10,7 +10,7 @@ import pytest
 from kafka.record.memory_records import MemoryRecords
 from pyspark.sql import SparkSession
 
-from segcompact.compaction.log_start import OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION
+from segcompact.compaction.delete_records import OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION
 from segcompact.compaction.model import ReferenceModel
 from segcompact.format.attributes import Compression
 from segcompact.format.segment import read_batches
@@ -18,6 +18,7 @@ from segcompact.samples import generate_partition
 from segcompact.spark.delete_records import delete_records
 from segcompact.spark.materialize import VERSIONS
 from segcompact.spark.status import partition_status
+from segcompact.storage import LocalInputFile
 from tests.spark.test_compactor import MIN_LAG_MS, RETENTION_MS, START_MS, Scenario
 
 pytestmark = pytest.mark.spark
@@ -28,14 +29,14 @@ def output(tmp: Path, topic: str, partition: int) -> list[tuple[int, bytes | Non
     return [
         (r.offset, r.key, r.value)
         for log in sorted(d.glob("*.log"))
-        for b in read_batches(log)
+        for b in read_batches(LocalInputFile(log))
         for r in b.records()
     ]
 
 
 def last_offset(tmp: Path, topic: str, partition: int) -> int:
     d = tmp / "out" / f"{topic}-{partition}"
-    return max(b.last_offset for log in d.glob("*.log") for b in read_batches(log))
+    return max(b.last_offset for log in d.glob("*.log") for b in read_batches(LocalInputFile(log)))
 
 
 def expected(
@@ -58,7 +59,7 @@ def test_materialised_segments_hold_the_state_and_follow_the_triggers(
     link = tmp_path / "out" / "by-offset-0"
     assert link.is_symlink() and os.readlink(link).endswith("v1")
     logs = sorted(link.glob("*.log"))
-    batches = [b for log in logs for b in read_batches(log)]
+    batches = [b for log in logs for b in read_batches(LocalInputFile(log))]
     assert all(b.compression is Compression.ZSTD for b in batches)  # producer: keep the codec
     horizons = {b.delete_horizon_ms for b in batches if b.delete_horizon_ms is not None}
     assert horizons == {START_MS + RETENTION_MS}
@@ -119,7 +120,7 @@ def test_a_crashed_version_leaves_the_published_one_readable(
     flagged = {
         r.offset: r.attributes & 1
         for log in (tmp_path / "out" / "by-flag-0").glob("*.log")
-        for b in read_batches(log)
+        for b in read_batches(LocalInputFile(log))
         for r in b.records()
     }
     tombstones = {v.offset for v in s.model.state.values() if v.topic == "by-flag" and v.tombstone}

@@ -26,13 +26,14 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from segcompact.discovery import SegmentFile
 from segcompact.errors import ConfigError
 from segcompact.format.attributes import Compression
 from segcompact.format.attributes import TimestampType as KafkaTimestampType
 from segcompact.format.batch import CRC_OFFSET, build_batch
 from segcompact.format.record import Record
 from segcompact.format.writer import SegmentWriter
-from segcompact.segments import Manifest, ManifestEntry
+from segcompact.manifest import Manifest, ManifestEntry
 from segcompact.spark.source import (
     SPARK_SCHEMA,
     SourceOptions,
@@ -41,6 +42,7 @@ from segcompact.spark.source import (
     read_segment,
     register,
 )
+from segcompact.storage import LocalOutputDirectory
 
 pytestmark = pytest.mark.spark
 
@@ -91,10 +93,10 @@ def _records(first: int, count: int, tag: str = "v") -> list[Record]:
 def _segment(root: Path, topic: str, partition: int, base: int, *batches: bytes) -> Path:
     directory = root / f"{topic}-{partition}"
     directory.mkdir(parents=True, exist_ok=True)
-    with SegmentWriter(directory, base) as writer:
+    with SegmentWriter(LocalOutputDirectory(directory), base) as writer:
         for batch in batches:
             writer.append(batch)
-    return Path(writer.log_path)
+    return directory / writer.log_name
 
 
 def _short(path: str) -> str:
@@ -484,7 +486,7 @@ def test_every_good_record_before_a_corrupt_batch_is_read_whatever_the_chunking(
 ) -> None:
     batches = [build_batch(_records(i * 5, 5)) for i in range(6)]
     path = _segment(tmp_path, "t", 0, 0, *batches, _corrupt_crc(build_batch(_records(30, 2))))
-    part = ManifestEntry(1, "t", 0, 0, str(path), os.path.getsize(path))
+    part = ManifestEntry(1, SegmentFile("t", 0, 0, str(path), os.path.getsize(path)))
 
     out = list(read_segment(part, chunk_records=chunk_records, chunk_bytes=1 << 20))
 
@@ -498,7 +500,7 @@ def test_every_good_record_before_a_corrupt_batch_is_read_whatever_the_chunking(
 
 def test_small_segments_share_a_task_and_a_big_one_goes_alone() -> None:
     def seg(seq: int, size: int) -> ManifestEntry:
-        return ManifestEntry(seq, "t", 0, seq, f"/x/{seq}.log", size)
+        return ManifestEntry(seq, SegmentFile("t", 0, seq, f"/x/{seq}.log", size))
 
     tasks = pack([seg(1, 40), seg(2, 40), seg(3, 40), seg(4, 500), seg(5, 10)], max_bytes=100)
     assert [[s.seq for s in t.segments] for t in tasks] == [[1, 2], [3], [4], [5]]

@@ -1,8 +1,8 @@
 """A real single-node Apache Kafka broker (KRaft, combined broker+controller) for tests.
 
 Kafka is a test-only reference here: golden segments are written by it, and interop tests
-compare segcompact with its log cleaner and its `DumpLogSegments`. The jars come from Maven
-Central (`make .jars/kafka/.done`); Java comes from `JAVA_HOME` or `PATH`.
+compare segcompact with its log cleaner and its `DumpLogSegments`. Its jars and Java are found
+by `tests.support.jvm`.
 
 The broker binds 127.0.0.1 only, on ports picked at start. Its stdout/stderr go to
 `<directory>/broker.log`; the tail of that file is in the error when it fails to start.
@@ -18,22 +18,19 @@ from __future__ import annotations
 import base64
 import logging
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import time
 import uuid
 import weakref
-import zipfile
 from collections.abc import Mapping
-from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-JARS_ENV = "SEGCOMPACT_KAFKA_JARS"
+from tests.support.jvm import KafkaError, classpath, java_executable, run_java_tool, tail
+
 HOST = "127.0.0.1"
 NODE_ID = 1
 
@@ -84,11 +81,7 @@ logger.clients.level=WARN
 """
 
 
-class KafkaBrokerError(RuntimeError):
-    """Raised when Kafka's jars or Java are missing, or a broker or tool fails."""
-
-
-class _BrokerExited(KafkaBrokerError):
+class _BrokerExited(KafkaError):
     """Raised when the broker's JVM exits before it answers."""
 
 
@@ -99,126 +92,11 @@ _NOP_LOGGING_HINT = (
 )
 
 
-def kafka_jars_dir() -> Path:
-    """The folder holding Kafka's jars: `$SEGCOMPACT_KAFKA_JARS` or `<repo>/.jars/kafka`."""
-    env = os.environ.get(JARS_ENV)
-    return Path(env) if env else REPO_ROOT / ".jars" / "kafka"
-
-
-def _find_java() -> str | None:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home:
-        candidate = Path(java_home) / "bin" / "java"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    return shutil.which("java")
-
-
-def kafka_jars_available() -> bool:
-    """True when Java and Kafka's broker jar are both there (a broker can be started)."""
-    jars = kafka_jars_dir()
-    return _find_java() is not None and any(jars.glob("kafka_2.13-*.jar"))
-
-
-def missing_kafka_message() -> str:
-    """Why a Kafka test cannot run, and what to do about it."""
-    return (
-        f"Apache Kafka's jars or Java are missing (jars dir {kafka_jars_dir()}, "
-        f"java {_find_java() or 'not found'}): run `make .jars/kafka/.done` "
-        f"(or set {JARS_ENV}) and install Java 17+"
-    )
-
-
-def java_executable() -> str:
-    """The `java` to run Kafka with; raises KafkaBrokerError when there is none."""
-    java = _find_java()
-    if java is None:
-        raise KafkaBrokerError("java not found: set JAVA_HOME or put java on PATH")
-    return java
-
-
-def kafka_version() -> str:
-    """The Kafka version of the jars, read from the `kafka-clients-<version>.jar` name."""
-    for jar in sorted(kafka_jars_dir().glob("kafka-clients-*.jar")):
-        return jar.name.removeprefix("kafka-clients-").removesuffix(".jar")
-    raise KafkaBrokerError(missing_kafka_message())
-
-
-def _classpath() -> str:
-    jars = kafka_jars_dir()
-    if not any(jars.glob("kafka_2.13-*.jar")):
-        raise KafkaBrokerError(missing_kafka_message())
-    return str(jars / "*")
-
-
-# Kafka tools that moved out of the Scala core; the old names still work with run_java_tool.
-# DumpLogSegments moved in Kafka 4.3 (KAFKA-14579) into the org.apache.kafka:kafka-tools jar,
-# which kafka_2.13 does not depend on.
-MOVED_TOOLS = {
-    "kafka.tools.DumpLogSegments": "org.apache.kafka.tools.DumpLogSegments",
-}
-_TOOL_ARTIFACTS = {
-    "org.apache.kafka.tools.DumpLogSegments": "org.apache.kafka:kafka-tools",
-}
-
-
-@lru_cache(maxsize=8)
-def _classes_in(jars_dir: Path) -> frozenset[str]:
-    names: set[str] = set()
-    for jar in jars_dir.glob("*.jar"):
-        with zipfile.ZipFile(jar) as z:
-            names.update(n for n in z.namelist() if n.endswith(".class"))
-    return frozenset(names)
-
-
-def java_class_available(name: str) -> bool:
-    """True if a jar in `kafka_jars_dir()` holds the class (dotted name)."""
-    return f"{name.replace('.', '/')}.class" in _classes_in(kafka_jars_dir())
-
-
-def resolve_main_class(name: str) -> str:
-    """The main class to run for `name`, following MOVED_TOOLS; raises if neither exists."""
-    if java_class_available(name):
-        return name
-    moved = MOVED_TOOLS.get(name)
-    if moved and java_class_available(moved):
-        return moved
-    wanted = moved or name
-    artifact = _TOOL_ARTIFACTS.get(wanted)
-    hint = f"; it is in {artifact}, add it to jvm/kafka/pom.xml" if artifact else ""
-    raise KafkaBrokerError(f"{wanted} is not in the jars of {kafka_jars_dir()}{hint}")
-
-
-def run_java_tool(
-    main_class: str, *args: str | os.PathLike[str], check: bool = True, timeout: float = 300.0
-) -> subprocess.CompletedProcess[str]:
-    """Run a Kafka main class (e.g. `kafka.tools.DumpLogSegments`) and capture its output.
-
-    Tools Kafka has moved are found under their new name (MOVED_TOOLS). With `check`, a
-    non-zero exit raises KafkaBrokerError carrying stdout and stderr.
-    """
-    classpath = _classpath()
-    cmd = [java_executable(), "-cp", classpath, resolve_main_class(main_class), *map(str, args)]
-    proc = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
-    )
-    if check and proc.returncode != 0:
-        raise KafkaBrokerError(
-            f"{main_class} exited with {proc.returncode}\n"
-            f"--- stdout ---\n{_tail(proc.stdout)}\n--- stderr ---\n{_tail(proc.stderr)}"
-        )
-    return proc
-
-
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((HOST, 0))
         return int(s.getsockname()[1])
-
-
-def _tail(text: str, lines: int = 60) -> str:
-    return "\n".join(text.splitlines()[-lines:])
 
 
 def _client_logger(quiet: bool) -> logging.Logger:
@@ -278,7 +156,7 @@ class KafkaBroker:
     def bootstrap(self) -> str:
         """`127.0.0.1:<port>` of the PLAINTEXT listener (only valid while started)."""
         if self.port is None:
-            raise KafkaBrokerError("broker not started")
+            raise KafkaError("broker not started")
         return f"{HOST}:{self.port}"
 
     @property
@@ -313,15 +191,15 @@ class KafkaBroker:
             # Do not hide the original error behind a shutdown problem.
             try:
                 self.stop()
-            except KafkaBrokerError as stop_error:
+            except KafkaError as stop_error:
                 _log.warning("while handling %r: %s", exc, stop_error)
 
     def start(self) -> KafkaBroker:
         """Format storage if needed, start the broker and wait until it answers metadata."""
         if self.is_running():
-            raise KafkaBrokerError("broker already running")
+            raise KafkaError("broker already running")
         java = java_executable()
-        classpath = _classpath()
+        jars = classpath()
         self.directory.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         began = time.monotonic()
@@ -330,7 +208,7 @@ class KafkaBroker:
             self._write_config()
             if not (self.log_dir / "meta.properties").exists():
                 self._format()
-            self._launch(java, classpath)
+            self._launch(java, jars)
             try:
                 self._wait_ready(began + self.start_timeout)
                 break
@@ -352,7 +230,7 @@ class KafkaBroker:
     def stop(self) -> None:
         """SIGTERM and wait: Kafka's shutdown hook flushes and closes every segment.
 
-        Raises KafkaBrokerError if the broker had to be killed or did not leave the clean
+        Raises KafkaError if the broker had to be killed or did not leave the clean
         shutdown marker (its segments may then hold unflushed or untrimmed data).
         """
         self._admin = None
@@ -361,19 +239,16 @@ class KafkaBroker:
             return
         if proc.poll() is not None:
             self._proc = None
-            raise KafkaBrokerError(
-                f"broker had already exited with {proc.returncode}\n{self._log_tail()}"
-            )
+            raise KafkaError(f"broker had already exited with {proc.returncode}\n{self._logtail()}")
         clean = self._terminate(timeout=self.stop_timeout)
         if not clean:
-            raise KafkaBrokerError(
-                f"broker did not stop within {self.stop_timeout}s and was killed\n"
-                f"{self._log_tail()}"
+            raise KafkaError(
+                f"broker did not stop within {self.stop_timeout}s and was killed\n{self._logtail()}"
             )
         if not (self.log_dir / ".kafka_cleanshutdown").exists():
-            raise KafkaBrokerError(
+            raise KafkaError(
                 f"broker exited with {proc.returncode} without a clean shutdown marker in "
-                f"{self.log_dir}\n{self._log_tail()}"
+                f"{self.log_dir}\n{self._logtail()}"
             )
 
     def _terminate(self, timeout: float) -> bool:
@@ -434,7 +309,7 @@ class KafkaBroker:
         try:
             futures[name].result(timeout=timeout)
         except Exception as e:
-            raise KafkaBrokerError(f"creating topic {name!r} failed: {e}") from e
+            raise KafkaError(f"creating topic {name!r} failed: {e}") from e
         deadline = time.monotonic() + timeout
         while True:
             md = self.admin().list_topics(topic=name, timeout=timeout)
@@ -442,7 +317,7 @@ class KafkaBroker:
             if len(parts) == partitions and all(p.leader == NODE_ID for p in parts.values()):
                 return
             if time.monotonic() > deadline:
-                raise KafkaBrokerError(f"topic {name!r} has no leader after {timeout}s")
+                raise KafkaError(f"topic {name!r} has no leader after {timeout}s")
             time.sleep(0.05)
 
     # -- internals ----------------------------------------------------------------------------
@@ -526,7 +401,7 @@ class KafkaBroker:
             if proc is None or proc.poll() is not None:
                 code = None if proc is None else proc.returncode
                 raise _BrokerExited(
-                    f"Kafka broker exited with {code} during startup\n{self._log_tail()}"
+                    f"Kafka broker exited with {code} during startup\n{self._logtail()}"
                 )
             asked = time.monotonic()
             try:
@@ -537,9 +412,9 @@ class KafkaBroker:
                 pass
             # list_topics usually blocks for its timeout; never spin if it returns at once.
             time.sleep(max(0.0, 0.2 - (time.monotonic() - asked)))
-        raise KafkaBrokerError(
+        raise KafkaError(
             f"Kafka broker at {self.bootstrap} did not answer within {self.start_timeout}s\n"
-            f"{self._log_tail()}"
+            f"{self._logtail()}"
         )
 
     def _ports_taken(self) -> bool:
@@ -553,7 +428,7 @@ class KafkaBroker:
                     return True
         return False
 
-    def _log_tail(self, lines: int = 60) -> str:
+    def _logtail(self, lines: int = 60) -> str:
         try:
             text = self.log_file.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -570,7 +445,7 @@ class KafkaBroker:
                     errors.append(all_lines[i + 1])
         shown = f"--- errors in {self.log_file} ---\n" + "\n".join(errors) + "\n" if errors else ""
         hint = f"\n{_NOP_LOGGING_HINT}" if "NOP) logger" in text else ""
-        return f"{shown}--- tail of {self.log_file} ---\n{_tail(text, lines)}{hint}"
+        return f"{shown}--- tail of {self.log_file} ---\n{tail(text, lines)}{hint}"
 
 
 def _escape(value: str) -> str:

@@ -25,7 +25,9 @@ from segcompact.format.attributes import Compression, TimestampType
 from segcompact.format.batch import build_batch
 from segcompact.format.columns import ColumnBuffers, PyColumnBuilder, column_builder
 from segcompact.format.record import Record, encode_records, iter_records
+from segcompact.format.segment import SegmentReader
 from segcompact.format.varint import encode_varint, encode_varlong
+from segcompact.storage import LocalInputFile
 
 CColumnBuilder = _crecords.CColumnBuilder
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -514,7 +516,8 @@ def test_decode_segment_pure_and_compiled_agree(
     path.write_bytes(b"".join(_segment(compression)))
 
     def table(pure: bool) -> pa.Table:
-        chunks = list(decode_segment(path, "t", 3, chunk_records=chunk_records, pure=pure))
+        reader = SegmentReader(LocalInputFile(path))
+        chunks = list(decode_segment(reader, "t", 3, chunk_records=chunk_records, pure=pure))
         return pa.Table.from_batches(chunks)
 
     pure, compiled = table(True), table(False)

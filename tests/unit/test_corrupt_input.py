@@ -16,6 +16,7 @@ from segcompact.format.codecs import codec_for
 from segcompact.format.crc import crc32c
 from segcompact.format.record import Record
 from segcompact.format.segment import ReadLimits, SegmentReader
+from segcompact.storage import LocalInputFile
 
 GOOD = build_batch([Record(i, 1000 + i, b"k%d" % i, b"v" * 10) for i in range(5)])
 SECOND_OFFSET = 5
@@ -98,7 +99,8 @@ def test_corrupt_batch_is_named_and_earlier_batches_survive(
     limits = ReadLimits(max_uncompressed_bytes=1 << 20)
     decoded = []
     with pytest.raises(CorruptBatchError) as info:
-        for rb in decode_segment(path, "t", 0, limits=limits, pure=pure):
+        reader = SegmentReader(LocalInputFile(path), limits=limits)
+        for rb in decode_segment(reader, "t", 0, pure=pure):
             decoded.append(rb)
     error = info.value
     assert error.file == str(path)
@@ -114,7 +116,7 @@ def test_corrupt_batch_is_named_and_earlier_batches_survive(
 def test_reader_reports_last_valid_position(tmp_path: Path) -> None:
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(GOOD + _second()[:-1])
-    reader = SegmentReader(path)
+    reader = SegmentReader(LocalInputFile(path))
     with pytest.raises(CorruptBatchError):
         list(reader)
     assert reader.valid_bytes == len(GOOD)
@@ -124,12 +126,12 @@ def test_claimed_size_over_limit_is_refused_before_reading(tmp_path: Path) -> No
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(GOOD)
     with pytest.raises(CorruptBatchError, match="exceeds the 64-byte limit"):
-        list(SegmentReader(path, limits=ReadLimits(max_batch_bytes=64)))
+        list(SegmentReader(LocalInputFile(path), limits=ReadLimits(max_batch_bytes=64)))
 
 
 def test_crc_not_verified_on_request(tmp_path: Path) -> None:
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(_patch(GOOD, ">I", CRC_OFFSET, 1, fix_crc=False))
-    (batch,) = SegmentReader(path, verify_crc=False)
+    (batch,) = SegmentReader(LocalInputFile(path), verify_crc=False)
     assert not batch.crc_valid
     assert len(batch.records()) == 5

@@ -13,11 +13,12 @@ from segcompact.format.attributes import Compression
 from segcompact.format.batch import build_batch
 from segcompact.format.record import Record
 from segcompact.format.writer import SegmentWriter
+from segcompact.storage import LocalOutputDirectory
 
 
 @pytest.fixture
 def segment(tmp_path: Path) -> Path:
-    with SegmentWriter(tmp_path, 0, index_interval_bytes=10) as writer:
+    with SegmentWriter(LocalOutputDirectory(tmp_path), 0, index_interval_bytes=10) as writer:
         writer.append(
             build_batch(
                 [Record(0, 10, b"a", b"1", (("h", b"x"), ("n", None)))],
@@ -34,7 +35,7 @@ def segment(tmp_path: Path) -> Path:
                 is_transactional=True,
             )
         )
-    return Path(writer.log_path)
+    return tmp_path / writer.log_name
 
 
 def test_json_lines_hold_the_contract_fields(

@@ -12,6 +12,7 @@ from segcompact.format.index import IndexBuilder, read_offset_index, read_time_i
 from segcompact.format.record import Record
 from segcompact.format.segment import read_batches
 from segcompact.format.writer import SegmentWriter, segment_name
+from segcompact.storage import LocalInputFile, LocalOutputDirectory
 
 
 def _batch(first: int, n: int, ts: int, size: int = 100) -> bytes:
@@ -20,7 +21,7 @@ def _batch(first: int, n: int, ts: int, size: int = 100) -> bytes:
 
 def test_indexes_follow_kafkas_interval_rule(tmp_path: Path) -> None:
     batches = [_batch(100 + 10 * i, 10, 5_000 - 100 * (i % 2) + 50 * i) for i in range(8)]
-    with SegmentWriter(tmp_path, 100, index_interval_bytes=2000) as writer:
+    with SegmentWriter(LocalOutputDirectory(tmp_path), 100, index_interval_bytes=2000) as writer:
         for b in batches:
             writer.append(b)
     sizes = [len(b) for b in batches]
@@ -48,7 +49,7 @@ def test_indexes_follow_kafkas_interval_rule(tmp_path: Path) -> None:
 
 
 def test_writer_rejects_out_of_order_batches(tmp_path: Path) -> None:
-    with SegmentWriter(tmp_path, 0) as writer:
+    with SegmentWriter(LocalOutputDirectory(tmp_path), 0) as writer:
         writer.append(_batch(10, 5, 0))
         with pytest.raises(ValueError, match="out of order"):
             writer.append(_batch(12, 5, 0))
@@ -65,7 +66,7 @@ def test_delete_horizon_sets_bit_6_and_base_timestamp(tmp_path: Path, codec: Com
     data = build_batch(records, compression=codec, delete_horizon_ms=90_000)
     path = tmp_path / segment_name(7)
     path.write_bytes(data)
-    (batch,) = read_batches(path)
+    (batch,) = read_batches(LocalInputFile(path))
     assert batch.attributes & BatchAttr.DELETE_HORIZON
     assert batch.delete_horizon_ms == batch.base_timestamp == 90_000
     assert batch.max_timestamp == 3_000
@@ -75,6 +76,6 @@ def test_delete_horizon_sets_bit_6_and_base_timestamp(tmp_path: Path, codec: Com
 def test_empty_batch_keeps_the_offset_range(tmp_path: Path) -> None:
     path = tmp_path / segment_name(0)
     path.write_bytes(build_batch([], base_offset=40, last_offset=49, compression=Compression.LZ4))
-    (batch,) = read_batches(path)
+    (batch,) = read_batches(LocalInputFile(path))
     assert (batch.base_offset, batch.last_offset, batch.records_count) == (40, 49, 0)
     assert batch.records() == []

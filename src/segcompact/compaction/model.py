@@ -8,7 +8,6 @@ generated logs. It favours obviousness over speed.
 from __future__ import annotations
 
 import bisect
-import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from segcompact.compaction.rules import (
 )
 from segcompact.config import CompactionStrategy, TopicConfig
 from segcompact.format.control import ControlType, control_type
+from segcompact.format.io import InputFile
 from segcompact.format.record import Header
 from segcompact.format.segment import SegmentReader, base_offset_of
 
@@ -46,11 +46,10 @@ class LogRecord:
     segment_base: int  # base offset of the segment the record was read from
 
 
-def read_log_records(
-    path: str | os.PathLike[str], topic: str, partition: int
-) -> Iterator[LogRecord]:
-    segment_base = base_offset_of(path)
-    for batch in SegmentReader(path):
+def read_log_records(file: InputFile, topic: str, partition: int) -> Iterator[LogRecord]:
+    """Every record of one segment file, markers included, as the model reads them."""
+    segment_base = base_offset_of(file.location)
+    for batch in SegmentReader(file):
         for r in batch.records():
             yield LogRecord(
                 topic,

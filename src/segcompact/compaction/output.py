@@ -1,6 +1,7 @@
 """Packing compacted records into Kafka segments: batches, segment rolls, the log end.
 
-Pure: records in, files out through ``SegmentWriter``. The materialiser gives it one
+Pure: records in, files out through ``SegmentWriter`` into an ``OutputDirectory`` the caller
+gives. The materialiser gives it one
 partition's retained records in offset order.
 
 - Records keep their offsets and timestamps; batches are regrouped up to ``batch_bytes``.
@@ -17,12 +18,12 @@ partition's retained records in offset order.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from segcompact.format.attributes import Compression
-from segcompact.format.batch import build_batch
+from segcompact.format.batch import LOG_OVERHEAD, build_batch
+from segcompact.format.io import OutputDirectory
 from segcompact.format.record import Header, Record
 from segcompact.format.writer import SegmentWriter
 
@@ -79,8 +80,16 @@ def _batches(
         yield flush()
 
 
+@dataclass(frozen=True, slots=True)
+class WrittenSegment:
+    """A ``.log`` file written (its ``.index`` and ``.timeindex`` beside it)."""
+
+    name: str
+    size: int
+
+
 def write_partition(
-    directory: str | os.PathLike[str],
+    directory: OutputDirectory,
     records: Iterable[OutputRecord],
     *,
     log_end_offset: int,
@@ -89,12 +98,16 @@ def write_partition(
     segment_bytes: int = 1 << 30,
     index_interval_bytes: int = 4096,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
-) -> list[str]:
-    """Write ``records`` (offset order) as segments into ``directory``; return the .log paths."""
-    os.makedirs(directory, exist_ok=True)
-    paths: list[str] = []
+) -> list[WrittenSegment]:
+    """Write ``records`` (offset order) as segments into ``directory``; return the logs written."""
+    written: list[WrittenSegment] = []
     writer: SegmentWriter | None = None
     last = -1
+
+    def close() -> None:
+        assert writer is not None
+        writer.close()
+        written.append(WrittenSegment(writer.log_name, writer.size))
 
     def append(base_offset: int, batch: bytes) -> None:
         nonlocal writer
@@ -102,16 +115,15 @@ def write_partition(
             writer.size + len(batch) > segment_bytes
             or base_offset - writer.base_offset > _MAX_RELATIVE
         ):
-            writer.close()
+            close()
             writer = None
         if writer is None:
             segment_base = base_offset
-            if not paths and 0 <= base_offset - log_start_offset <= _MAX_RELATIVE:
+            if not written and 0 <= base_offset - log_start_offset <= _MAX_RELATIVE:
                 segment_base = log_start_offset
             writer = SegmentWriter(
                 directory, segment_base, index_interval_bytes=index_interval_bytes
             )
-            paths.append(writer.log_path)
         writer.append(batch)
 
     try:
@@ -120,12 +132,12 @@ def write_partition(
                 raise ValueError(
                     f"record at offset {last_offset} is past the log end offset {log_end_offset}"
                 )
-            append(int.from_bytes(batch[:8], "big", signed=True), batch)
+            append(LOG_OVERHEAD.unpack_from(batch)[0], batch)
             last = last_offset
         if log_end_offset > 0 and last < log_end_offset - 1:
             end = log_end_offset - 1
             append(end, build_batch([], base_offset=end, last_offset=end))
     finally:
         if writer is not None:
-            writer.close()
-    return paths
+            close()
+    return written

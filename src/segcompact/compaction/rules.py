@@ -11,6 +11,7 @@ import struct
 from collections.abc import Iterable, Sequence
 
 from segcompact.config import CompactionStrategy, TombstoneMode, TopicConfig
+from segcompact.format.attributes import RecordAttr
 from segcompact.format.record import Header
 
 _LONG = struct.Struct(">q")
@@ -61,7 +62,7 @@ def is_tombstone(
         present, flag = last_header(headers, rules.tombstone_header)
         return present and flag in TOMBSTONE_TRUE
     if rules.tombstone_mode is TombstoneMode.ATTRIBUTE:
-        return bool(attributes & 0x01)
+        return bool(attributes & RecordAttr.TOMBSTONE)
     return value is None
 
 

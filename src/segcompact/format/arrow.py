@@ -12,7 +12,6 @@ Memory is bounded: batches are read one at a time and a chunk is emitted every
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -23,7 +22,7 @@ from segcompact.errors import CorruptBatchError
 from segcompact.format.attributes import TimestampType
 from segcompact.format.batch import RecordBatch
 from segcompact.format.columns import ColumnBuffers, column_builder
-from segcompact.format.segment import DEFAULT_LIMITS, ReadLimits, SegmentReader
+from segcompact.format.segment import SegmentReader
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 HEADER = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
@@ -162,21 +161,21 @@ def to_record_batch(
 
 
 def decode_segment(
-    path: str | os.PathLike[str],
+    reader: SegmentReader,
     topic: str,
     partition: int,
     *,
     chunk_records: int = 1 << 15,
     chunk_bytes: int = 64 << 20,
-    limits: ReadLimits = DEFAULT_LIMITS,
     pure: bool = False,
 ) -> Iterator[pa.RecordBatch]:
-    """Arrow record batches of every record in a segment, in log order.
+    """Arrow record batches of every record the reader's segment holds, in log order.
 
     Raises :class:`CorruptBatchError` (with file, position and base offset) at the first bad
-    batch; everything before it has been yielded already.
+    batch; everything before it has been yielded already, and the reader's ``valid_bytes`` and
+    ``last_offset`` end at the batch before it.
     """
-    reader = SegmentReader(path, limits=limits)
+    limits = reader.limits
     builder = column_builder(pure)
     meta = _BatchMeta()
     try:

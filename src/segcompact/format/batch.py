@@ -33,29 +33,39 @@ from segcompact.format.codecs import codec_for
 from segcompact.format.crc import crc32c
 from segcompact.format.record import Record, encode_records, iter_records
 
-# Shared by every magic: the offset and size that lead each entry of a log file.
-LOG_OVERHEAD = struct.Struct(">qi")
-# Magic sits at the same byte in every format: after partitionLeaderEpoch (v2) or crc (v0/v1).
-MAGIC_OFFSET = 16
-
-V2_HEADER = struct.Struct(
-    ">q"  # baseOffset
-    "i"  # length
-    "i"  # partitionLeaderEpoch
-    "b"  # magic
-    "I"  # crc
-    "h"  # attributes
-    "i"  # lastOffsetDelta
-    "q"  # baseTimestamp
-    "q"  # maxTimestamp
-    "q"  # producerId
-    "h"  # producerEpoch
-    "i"  # baseSequence
-    "i"  # recordsCount
+# The v2 header's fields in order, each with its struct code. Every field offset below is
+# derived from this list.
+_V2_FIELDS = (
+    ("baseOffset", "q"),
+    ("length", "i"),
+    ("partitionLeaderEpoch", "i"),
+    ("magic", "b"),
+    ("crc", "I"),
+    ("attributes", "h"),
+    ("lastOffsetDelta", "i"),
+    ("baseTimestamp", "q"),
+    ("maxTimestamp", "q"),
+    ("producerId", "q"),
+    ("producerEpoch", "h"),
+    ("baseSequence", "i"),
+    ("recordsCount", "i"),
 )
+V2_HEADER = struct.Struct(">" + "".join(code for _, code in _V2_FIELDS))
 V2_HEADER_SIZE = V2_HEADER.size  # 61
-CRC_OFFSET = 17
-ATTRIBUTES_OFFSET = 21  # CRC-32C covers from here to the end
+
+
+def _v2_offset(name: str) -> int:
+    """Where field ``name`` starts in a v2 batch."""
+    before = _V2_FIELDS[: [n for n, _ in _V2_FIELDS].index(name)]
+    return struct.calcsize(">" + "".join(code for _, code in before))
+
+
+# The offset and size that lead every entry of a log file, whatever its magic.
+LOG_OVERHEAD = struct.Struct(">" + "".join(code for _, code in _V2_FIELDS[:2]))
+# Magic sits at the same byte in every format: after partitionLeaderEpoch (v2) or crc (v0/v1).
+MAGIC_OFFSET = _v2_offset("magic")
+CRC_OFFSET = _v2_offset("crc")
+ATTRIBUTES_OFFSET = _v2_offset("attributes")  # CRC-32C covers from here to the end
 NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
 NO_TIMESTAMP = -1

@@ -1,15 +1,15 @@
 """Reading a segment file (``<base offset>.log``) batch by batch, with bounded memory.
 
 Only one batch is held at a time; a batch's claimed size is checked against the bytes left in
-the file and against ``max_batch_bytes`` before anything is read or allocated for it.
+the file and against ``max_batch_bytes`` before anything is read or allocated for it. The file
+comes as an :class:`~segcompact.format.io.InputFile`: opening it is the caller's business.
 """
 
 from __future__ import annotations
 
-import os
+import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
 
 from segcompact.errors import CorruptBatchError
 from segcompact.format.batch import (
@@ -20,10 +20,10 @@ from segcompact.format.batch import (
     RecordBatch,
     parse_v2,
 )
+from segcompact.format.io import InputFile, InputStream
 from segcompact.format.legacy import min_message_size, parse_legacy
 
 DEFAULT_MAX_BATCH_BYTES = 256 << 20
-_READ_BUFFER = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +37,11 @@ class ReadLimits:
 DEFAULT_LIMITS = ReadLimits()
 
 
-def base_offset_of(path: str | os.PathLike[str]) -> int:
+def base_offset_of(location: str) -> int:
     """The base offset a segment's file name holds (``00000000000000000042.log`` → 42)."""
-    stem = os.path.basename(os.fspath(path)).split(".", 1)[0]
+    stem = posixpath.basename(location).split(".", 1)[0]
     if not stem.isdigit():
-        raise ValueError(f"{path}: not a segment file name (<20-digit base offset>.log)")
+        raise ValueError(f"{location}: not a segment file name (<20-digit base offset>.log)")
     return int(stem)
 
 
@@ -49,40 +49,52 @@ class SegmentReader:
     """Iterates the batches of one ``.log`` file.
 
     ``verify_crc=True`` raises :class:`CorruptBatchError` at the first batch whose checksum
-    fails; ``False`` yields it with ``crc_valid`` false (as ``dump`` wants). After iteration,
-    or after an error, :attr:`valid_bytes` is the position just past the last good batch.
+    fails; ``False`` yields it with ``crc_valid`` false (as ``dump`` wants).
+
+    After iteration, after an error, or when the consumer stopped on a batch it could not use,
+    :attr:`valid_bytes` is the position just past the last good batch consumed and
+    :attr:`last_offset` that batch's last offset (-1 when there is none). Empty v2 batches count:
+    they still span offsets.
     """
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        file: InputFile,
         *,
         verify_crc: bool = True,
         limits: ReadLimits = DEFAULT_LIMITS,
     ) -> None:
-        self.path = os.fspath(path)
+        self.file = file
+        self.path = file.location
         self.verify_crc = verify_crc
         self.limits = limits
         self.valid_bytes = 0
+        self.last_offset = -1
 
     def __iter__(self) -> Iterator[RecordBatch]:
-        with open(self.path, "rb", buffering=_READ_BUFFER) as f:
-            size = os.fstat(f.fileno()).st_size
+        size = len(self.file)
+        stream = self.file.open()
+        try:
             position = 0
             while position < size:
                 try:
-                    batch = self._read_one(f, position, size)
+                    batch = self._read_one(stream, position, size)
                 except CorruptBatchError as e:
                     raise e.located(file=self.path, position=position) from None
                 yield batch
                 position += batch.size
                 self.valid_bytes = position
+                self.last_offset = batch.last_offset
+        finally:
+            stream.close()
 
-    def _read_one(self, f: BinaryIO, position: int, file_size: int) -> RecordBatch:
+    def _read_one(self, f: InputStream, position: int, file_size: int) -> RecordBatch:
         left = file_size - position
         if left < LOG_OVERHEAD.size + 5:
             raise CorruptBatchError(f"{left} trailing bytes are too few for a batch header")
         head = f.read(LOG_OVERHEAD.size + 5)
+        if len(head) < LOG_OVERHEAD.size + 5:
+            raise CorruptBatchError("the file was truncated while being read")
         base_offset, length = LOG_OVERHEAD.unpack_from(head)
         magic = head[MAGIC_OFFSET]
         total = LOG_OVERHEAD.size + length
@@ -109,6 +121,11 @@ class SegmentReader:
                 **where,
             )
         entry = head + f.read(total - len(head))
+        if len(entry) != total:  # the file shrank while being read
+            raise CorruptBatchError(
+                f"batch of {total} bytes ends after {len(entry)} (the file was truncated)",
+                **where,
+            )
         if magic == 2:
             batch = parse_v2(entry, position)
         else:
@@ -121,7 +138,7 @@ class SegmentReader:
 
 
 def read_batches(
-    path: str | os.PathLike[str], *, verify_crc: bool = True, limits: ReadLimits = DEFAULT_LIMITS
+    file: InputFile, *, verify_crc: bool = True, limits: ReadLimits = DEFAULT_LIMITS
 ) -> Iterator[RecordBatch]:
     """Shorthand for iterating a :class:`SegmentReader`."""
-    return iter(SegmentReader(path, verify_crc=verify_crc, limits=limits))
+    return iter(SegmentReader(file, verify_crc=verify_crc, limits=limits))

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from types import TracebackType
 
 from segcompact.format.batch import V2_HEADER
 from segcompact.format.index import IndexBuilder
+from segcompact.format.io import OutputDirectory
 
 
 def segment_name(base_offset: int, suffix: str = ".log") -> str:
@@ -23,15 +23,16 @@ class SegmentWriter:
 
     def __init__(
         self,
-        directory: str | os.PathLike[str],
+        directory: OutputDirectory,
         base_offset: int,
         *,
         index_interval_bytes: int = 4096,
     ) -> None:
-        self.directory = os.fspath(directory)
+        self.directory = directory
         self.base_offset = base_offset
-        self.log_path = os.path.join(self.directory, segment_name(base_offset))
-        self._log = open(self.log_path, "xb")  # noqa: SIM115 (closed in close())
+        self.log_name = segment_name(base_offset)
+        self._log = directory.create(self.log_name)
+        self._closed = False
         self._index = IndexBuilder(base_offset, index_interval_bytes)
         self.size = 0
         self.last_offset: int | None = None
@@ -43,7 +44,7 @@ class SegmentWriter:
             self.last_offset is not None and base_offset <= self.last_offset
         ):
             raise ValueError(
-                f"batch at offset {base_offset} out of order in segment {self.log_path} "
+                f"batch at offset {base_offset} out of order in segment {self.log_name} "
                 f"(last offset {self.last_offset})"
             )
         self._index.add(last_offset, max_ts, len(batch))
@@ -52,21 +53,19 @@ class SegmentWriter:
         self.last_offset = last_offset
 
     def close(self) -> None:
-        if self._log.closed:
+        if self._closed:
             return
-        self._log.flush()
-        os.fsync(self._log.fileno())
+        self._closed = True
         self._log.close()
         for suffix, data in (
             (".index", self._index.offset_index()),
             (".timeindex", self._index.time_index()),
         ):
-            with open(
-                os.path.join(self.directory, segment_name(self.base_offset, suffix)), "xb"
-            ) as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
+            index = self.directory.create(segment_name(self.base_offset, suffix))
+            try:
+                index.write(data)
+            finally:
+                index.close()
 
     def __enter__(self) -> SegmentWriter:
         return self

@@ -7,7 +7,7 @@ from functools import reduce
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
-from segcompact.compaction.log_start import Outcome, low_watermark
+from segcompact.compaction.delete_records import Outcome, low_watermark
 from segcompact.spark.tables import Tables
 
 

@@ -33,9 +33,10 @@ from segcompact.compaction.output import OutputRecord, size_estimate, write_part
 from segcompact.compaction.rules import is_young
 from segcompact.compaction.triggers import Reason
 from segcompact.config import CompactorConfig, TombstoneMode
-from segcompact.format.attributes import Compression
+from segcompact.format.attributes import Compression, RecordAttr
 from segcompact.spark.partitions import decision
 from segcompact.spark.tables import RECORD_FIELDS, Tables
+from segcompact.storage import LocalOutputDirectory
 
 VERSIONS = ".versions"
 _RESULT = T.StructType(
@@ -51,6 +52,7 @@ _RESULT = T.StructType(
     ]
 )
 _ROW_COLUMNS = [f.name for f in RECORD_FIELDS]
+_TOMBSTONE_BIT = int(RecordAttr.TOMBSTONE)  # KIP-87's attribute mode
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +121,7 @@ def write_plan(plan: Plan, rows: pa.Table) -> dict[str, Any]:
                 key,
                 value,
                 tuple((h["key"], h["value"]) for h in headers or ()),
-                1 if plan.tombstone_attribute and tombstone else 0,
+                _TOMBSTONE_BIT if plan.tombstone_attribute and tombstone else 0,
                 tombstone,
                 horizon,
             )
@@ -128,8 +130,8 @@ def write_plan(plan: Plan, rows: pa.Table) -> dict[str, Any]:
                 raw_timestamps.append(timestamp)
             yield record
 
-    paths = write_partition(
-        plan.staging,
+    written = write_partition(
+        LocalOutputDirectory(plan.staging),
         records(),
         log_end_offset=plan.log_end_offset,
         log_start_offset=plan.log_start_offset,
@@ -140,8 +142,8 @@ def write_plan(plan: Plan, rows: pa.Table) -> dict[str, Any]:
     return {
         "topic": plan.topic,
         "partition": plan.partition,
-        "bytes": sum(os.path.getsize(p) for p in paths),
-        "segments": len(paths),
+        "bytes": sum(w.size for w in written),
+        "segments": len(written),
         "records": rows.num_rows,
         "next_horizon": min(horizons) if horizons else None,
         "dirty_bytes": dirty_bytes,

@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from segcompact.compaction.rules import TOMBSTONE_TRUE
 from segcompact.config import CompactionStrategy, TombstoneMode, TopicConfig
+from segcompact.format.attributes import RecordAttr
 
 _TWO_63 = Decimal(2**63)
 _TWO_64 = Decimal(2**64)
@@ -108,7 +109,8 @@ def tombstone(value: Column, headers: Column, attributes: Column, r: TopicConfig
         present, flag = last_header_value(headers, r.tombstone_header)
         return present & F.coalesce(flag.isin([F.lit(v) for v in TOMBSTONE_TRUE]), F.lit(False))
     if r.tombstone_mode is TombstoneMode.ATTRIBUTE:
-        return attributes.cast("int").bitwiseAND(1) == 1
+        bit = int(RecordAttr.TOMBSTONE)
+        return attributes.cast("int").bitwiseAND(bit) == bit
     return value.isNull()
 
 

@@ -14,7 +14,7 @@ Options (names are case-insensitive, as for every Spark source):
 - ``paths``: comma-separated roots in Kafka log-dir layout (a JSON array also works, which is
   what ``load([...])`` passes); ``path`` (from ``load(path)``) is added to them.
 - ``rolledOnly`` [true]: leave out the active (highest) segment of each partition directory.
-- ``manifest``: the directory of the segment manifest (see :mod:`segcompact.segments`).
+- ``manifest``: the directory of the segment manifest (see :mod:`segcompact.manifest`).
   Default: ``checkpoints/kafka-segments/<16 hex of SHA-256 of the sorted absolute roots and
   rolledOnly>`` under the working directory of the Spark driver, so queries over the same roots
   share one numbering. Relative paths resolve against that directory too. Deleting the manifest
@@ -69,15 +69,12 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
+from segcompact.discovery import discover
 from segcompact.errors import ConfigError, CorruptBatchError
 from segcompact.format.arrow import SCHEMA, decode_segment
-from segcompact.segments import (
-    Manifest,
-    ManifestEntry,
-    discover,
-    last_offset,
-    offset_of,
-)
+from segcompact.format.segment import SegmentReader
+from segcompact.manifest import Manifest, ManifestEntry, offset_of
+from segcompact.storage import LocalInputFile
 
 NAME = "kafka-segments"
 DEFAULT_CHUNK_RECORDS = 1 << 16
@@ -209,11 +206,11 @@ def pack(segments: Iterable[ManifestEntry], max_bytes: int) -> list[SegmentTask]
     group: list[ManifestEntry] = []
     size = 0
     for segment in segments:
-        if group and size + segment.size > max_bytes:
+        if group and size + segment.file.size > max_bytes:
             tasks.append(SegmentTask(tuple(group)))
             group, size = [], 0
         group.append(segment)
-        size += segment.size
+        size += segment.file.size
     if group:
         tasks.append(SegmentTask(tuple(group)))
     return tasks
@@ -236,34 +233,29 @@ def read_segment(
     Corruption and a vanished file end up in the summary row's ``error``; other I/O errors
     raise, so Spark retries the task instead of recording a transient failure for good.
     """
-    decoded = 0
+    segment = part.file
+    reader = SegmentReader(LocalInputFile(segment.path))
     failure: CorruptBatchError | None = None
     try:
         for batch in decode_segment(
-            part.path,
-            part.topic,
-            part.partition,
+            reader,
+            segment.topic,
+            segment.partition,
             chunk_records=chunk_records,
             chunk_bytes=chunk_bytes,
         ):
-            decoded += batch.num_rows
-            yield _records(batch, part.base_offset)
+            yield _records(batch, segment.base_offset)
     except CorruptBatchError as e:
         failure = e
     except FileNotFoundError:
         yield _summary(part, -1, 0, _gone(part))
         return
-    try:
-        valid = (failure.position or 0) if failure else os.path.getsize(part.path)
-        last = last_offset(part.path, valid)
-    except FileNotFoundError:
-        yield _summary(part, -1, 0, _gone(part))
-        return
-    yield _summary(part, last, valid, _describe(failure, part.path) if failure else None)
+    error = _describe(failure, segment.path) if failure else None
+    yield _summary(part, reader.last_offset, reader.valid_bytes, error)
 
 
 def _gone(part: ManifestEntry) -> str:
-    return f"{part.path}: segment file not found (deleted after discovery)"
+    return f"{part.file.path}: segment file not found (deleted after discovery)"
 
 
 def _describe(e: CorruptBatchError, path: str) -> str:
@@ -291,8 +283,8 @@ def _summary(part: ManifestEntry, last: int, valid_bytes: int, error: str | None
     row: dict[str, Any] = {
         "key": None,
         "value": None,
-        "topic": part.topic,
-        "partition": part.partition,
+        "topic": part.file.topic,
+        "partition": part.file.partition,
         "offset": last,
         "timestamp": 0,
         "timestampType": -1,
@@ -304,12 +296,12 @@ def _summary(part: ManifestEntry, last: int, valid_bytes: int, error: str | None
         "is_transactional": False,
         "is_control": False,
         "delete_horizon": None,
-        "batch_base_offset": part.base_offset,
+        "batch_base_offset": part.file.base_offset,
         "batch_last_offset": last,
         "magic": -1,
         "compression": -1,
-        "segment": part.path,
-        "segment_base": part.base_offset,
+        "segment": part.file.path,
+        "segment_base": part.file.base_offset,
         "segment_end": True,
         "segment_bytes": valid_bytes,
         "error": error,
@@ -368,9 +360,9 @@ class KafkaSegmentsStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
         if isinstance(limit, ReadMaxBytes):
             end, total = start, 0
             for entry in self.manifest.between(start, available):
-                if end > start and total + entry.size > limit.max_bytes:
+                if end > start and total + entry.file.size > limit.max_bytes:
                     break
-                end, total = entry.seq, total + entry.size
+                end, total = entry.seq, total + entry.file.size
             return end
         # ReadAllAvailable; row-based limits cannot be known before decoding: read all.
         return available
@@ -399,10 +391,7 @@ class KafkaSegmentsBatchReader(DataSourceReader):
     def partitions(self) -> list[SegmentTask]:
         found = discover(self.options.roots, rolled_only=self.options.rolled_only)
         return pack(
-            (
-                ManifestEntry(i, s.topic, s.partition, s.base_offset, s.path, s.size)
-                for i, s in enumerate(found, start=1)
-            ),
+            (ManifestEntry(i, s) for i, s in enumerate(found, start=1)),
             self.options.max_partition_bytes,
         )
 

@@ -1,4 +1,5 @@
-"""KIP-107's delete-records: the request file Kafka's tool reads, and the new low watermark.
+"""KIP-107's delete-records, what it decides: the requests Kafka's tool reads, and the new low
+watermark of each partition. ``segcompact.spark.delete_records`` applies them to the tables.
 
 ``kafka-delete-records.sh --offset-json-file`` reads::
 
@@ -10,7 +11,6 @@ An offset of -1 means the log end offset. The log start offset only moves forwar
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 
 from segcompact.errors import UsageError
@@ -27,14 +27,12 @@ class Outcome:
     error: str | None = None
 
 
-def read_offset_json(path: str | os.PathLike[str]) -> dict[tuple[str, int], int]:
-    """The requests of a ``kafka-delete-records.sh`` JSON file; UsageError naming the problem."""
+def parse_offset_json(text: str | bytes, path: str) -> dict[tuple[str, int], int]:
+    """The requests of a ``kafka-delete-records.sh`` JSON file's ``text``; UsageError naming
+    the problem and ``path``."""
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except (OSError, ValueError) as e:
+        data = json.loads(text)
+    except ValueError as e:
         raise UsageError(f"{path}: not a JSON offset file: {e}") from None
     parts = data.get("partitions") if isinstance(data, dict) else None
     if not isinstance(parts, list) or not parts:

@@ -6,31 +6,14 @@ import json
 import os
 import pickle
 import re
-import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-from segcompact.format.attributes import Compression
-from segcompact.format.batch import build_batch
-from segcompact.format.record import Record
-from segcompact.format.segment import read_batches
-from segcompact.segments import (
-    LocalFileSystem,
-    Manifest,
-    Segment,
-    SourceError,
-    discover,
-    last_offset,
-    manifest_id_of,
-    offset_of,
-    parse_partition_dir,
-    parse_segment_name,
-    seq_of,
-)
+from segcompact.discovery import SegmentFile, discover, parse_partition_dir, parse_segment_name
+from segcompact.errors import SourceError
+from segcompact.manifest import Manifest, manifest_id_of, offset_of, seq_of
+from segcompact.storage import LocalFileSystem
 
 
 def _touch(path: Path, data: bytes = b"") -> Path:
@@ -43,7 +26,7 @@ def _segment(root: Path, topic: str, partition: int, base: int, size: int = 10) 
     return _touch(root / f"{topic}-{partition}" / f"{base:020d}.log", b"x" * size)
 
 
-def _found(segments: list[Segment]) -> list[tuple[str, int, int]]:
+def _found(segments: list[SegmentFile]) -> list[tuple[str, int, int]]:
     return [(s.topic, s.partition, s.base_offset) for s in segments]
 
 
@@ -155,7 +138,7 @@ def test_discovery_reports_paths_and_sizes_sorted_over_several_roots(tmp_path: P
     found = discover([str(b), str(a)], rolled_only=False)
 
     assert _found(found) == [("alpha", 2, 1), ("alpha", 2, 5), ("alpha", 10, 5), ("zeta", 0, 0)]
-    assert found[0] == Segment("alpha", 2, 1, str(b / "alpha-2" / f"{1:020d}.log"), 6)
+    assert found[0] == SegmentFile("alpha", 2, 1, str(b / "alpha-2" / f"{1:020d}.log"), 6)
     assert [s.size for s in found] == [6, 5, 4, 3]
 
 
@@ -196,7 +179,7 @@ def test_manifest_numbers_segments_densely_and_appends_one_file_per_discovery(
 
     added = manifest.discover([str(root)])
 
-    assert [(e.seq, e.topic, e.partition, e.base_offset) for e in added] == [
+    assert [(e.seq, e.file.topic, e.file.partition, e.file.base_offset) for e in added] == [
         (1, "a", 1, 0),
         (2, "b", 0, 0),
         (3, "b", 0, 10),
@@ -209,7 +192,7 @@ def test_manifest_numbers_segments_densely_and_appends_one_file_per_discovery(
     _segment(root, "a", 1, 9)  # rolls a-1: 5 is now eligible
     added = manifest.discover([str(root)])
 
-    assert [(e.seq, e.topic, e.base_offset) for e in added] == [(4, "a", 5), (5, "b", 20)]
+    assert [(e.seq, e.file.topic, e.file.base_offset) for e in added] == [(4, "a", 5), (5, "b", 20)]
     assert sorted(os.listdir(directory)) == ["0.json", "1.json"]
     assert manifest.latest_seq == 5
 
@@ -242,8 +225,9 @@ def test_an_older_segment_arriving_late_gets_a_new_seq(tmp_path: Path) -> None:
     _segment(root, "t", 0, 0)  # copied in late, e.g. restored from an archive
     added = manifest.discover([str(root)])
 
-    assert [(e.seq, e.base_offset) for e in added] == [(2, 0)]
-    assert [(e.seq, e.base_offset) for e in Manifest(directory).entries()] == [(1, 100), (2, 0)]
+    assert [(e.seq, e.file.base_offset) for e in added] == [(2, 0)]
+    entries = Manifest(directory).entries()
+    assert [(e.seq, e.file.base_offset) for e in entries] == [(1, 100), (2, 0)]
 
 
 def test_manifest_files_are_complete_json_and_no_temp_file_remains(tmp_path: Path) -> None:
@@ -293,7 +277,7 @@ def test_exclusive_create_never_overwrites(tmp_path: Path) -> None:
 class _RacingFileSystem(LocalFileSystem):
     """Lets another writer publish first, once, just before this one creates its file."""
 
-    def __init__(self, other: Manifest, segments: list[Segment]) -> None:
+    def __init__(self, other: Manifest, segments: list[SegmentFile]) -> None:
         self.other, self.segments = other, segments
 
     def create_exclusive(self, path: str, data: bytes) -> bool:
@@ -314,7 +298,7 @@ def test_concurrent_writers_agree_on_every_seq(tmp_path: Path) -> None:
     added = racing.append([seg0, seg1])
 
     # The other writer published seg0 as 0.json; this one re-read and added only seg1.
-    assert [(e.seq, e.base_offset) for e in added] == [(2, 1)]
+    assert [(e.seq, e.file.base_offset) for e in added] == [(2, 1)]
     assert sorted(os.listdir(directory)) == ["0.json", "1.json"]
     assert Manifest(directory).entries() == racing.entries() == other.entries()
     assert racing.id == other.id is not None
@@ -439,57 +423,3 @@ def test_offsets_round_trip() -> None:
     offset = json.loads(json.dumps(offset_of(7, "abc")))
     assert (seq_of(offset), manifest_id_of(offset)) == (7, "abc")
     assert manifest_id_of(offset_of(0)) is None
-
-
-# --- last offset of a segment ---------------------------------------------------------------
-
-
-def _records(first: int, count: int) -> list[Record]:
-    return [Record(first + i, 1_000 + i, b"k", b"v") for i in range(count)]
-
-
-def test_last_offset_counts_trailing_empty_batches(tmp_path: Path) -> None:
-    data = build_batch(_records(0, 3)) + build_batch([], base_offset=3, last_offset=9)
-    path = _touch(tmp_path / f"{0:020d}.log", data)
-    assert last_offset(path, len(data)) == 9
-    assert last_offset(path, len(data)) == list(read_batches(path))[-1].last_offset
-
-
-def test_last_offset_stops_at_the_valid_end(tmp_path: Path) -> None:
-    first = build_batch(_records(0, 3))
-    data = first + build_batch(_records(3, 2)) + b"\x00garbage"
-    path = _touch(tmp_path / f"{0:020d}.log", data)
-    assert last_offset(path, len(first)) == 2
-    assert last_offset(path, len(data) - 8) == 4
-    assert last_offset(path, 0) == -1
-
-
-def test_last_offset_of_an_empty_file(tmp_path: Path) -> None:
-    assert last_offset(_touch(tmp_path / f"{0:020d}.log"), 0) == -1
-
-
-@pytest.mark.parametrize("magic", [0, 1])
-def test_last_offset_of_legacy_message_sets(tmp_path: Path, magic: int) -> None:
-    builder = LegacyRecordBatchBuilder(
-        magic=magic, compression_type=int(Compression.GZIP), batch_size=1 << 30
-    )
-    for i in range(4):
-        builder.append(i, 5_000 if magic else None, b"k", b"v")
-    wrapper = bytearray(builder.build())
-    struct.pack_into(">q", wrapper, 0, 13)  # a compressed set carries its last inner offset
-    plain = LegacyRecordBatchBuilder(magic=magic, compression_type=0, batch_size=1 << 30)
-    plain.append(14, 5_000 if magic else None, b"k", b"v")
-    data = bytes(wrapper) + bytes(plain.build())
-    path = _touch(tmp_path / f"{10:020d}.log", data)
-    assert [b.last_offset for b in read_batches(path)] == [13, 14]
-    assert last_offset(path, len(data)) == 14
-    assert last_offset(path, len(wrapper)) == 13
-
-
-def test_importing_segments_does_not_import_pyspark() -> None:
-    code = (
-        "import sys, segcompact.segments; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"

@@ -1,0 +1,96 @@
+"""Finding segment files under Kafka log-dir roots.
+
+Discovery lists ``<root>/<topic>-<partition>/<20-digit base offset>.log`` files through the
+storage seam (:class:`~segcompact.storage.FileSystem`). No Spark here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from segcompact.errors import SourceError
+from segcompact.storage import LOCAL, FileInfo, FileSystem
+
+# ``<topic>-<partition>``: the partition is the digits after the last '-'. Directories Kafka
+# leaves behind (``t-0.<uuid>-delete``, ``-future``, ``-stray``) end in letters and are skipped.
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>[0-9]+)$")
+_SEGMENT_FILE = re.compile(r"^(?P<base>[0-9]{20})\.log$")
+_MAX_PARTITION = 0x7FFFFFFF
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentFile:
+    """A segment file found by discovery: the partition it belongs to, its base offset (from its
+    name), where it is and its size when listed."""
+
+    topic: str
+    partition: int
+    base_offset: int
+    path: str
+    size: int
+
+    @property
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.topic, self.partition, self.base_offset, self.path)
+
+
+# KRaft's metadata log sits in a broker's log dir like a partition but is not a topic.
+_INTERNAL_LOGS = frozenset({"__cluster_metadata"})
+
+
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """``("orders", 3)`` for ``orders-3``; None for a name that is not a partition directory."""
+    m = _PARTITION_DIR.match(name)
+    if m is None:
+        return None
+    partition = int(m["partition"])
+    if partition > _MAX_PARTITION or m["topic"] in _INTERNAL_LOGS:
+        return None
+    return m["topic"], partition
+
+
+def parse_segment_name(name: str) -> int | None:
+    """The base offset of ``<20 digits>.log``; None for any other file name."""
+    m = _SEGMENT_FILE.match(name)
+    return int(m["base"]) if m else None
+
+
+def discover(
+    roots: Iterable[str], *, rolled_only: bool = True, fs: FileSystem = LOCAL
+) -> list[SegmentFile]:
+    """Every eligible segment under ``roots``, sorted by topic, partition, base offset, path.
+
+    With ``rolled_only`` the segment with the highest base offset in each partition directory is
+    the active one (still being appended to) and is left out until a newer one appears.
+    A root that does not exist raises :class:`SourceError`.
+    """
+    found: list[SegmentFile] = []
+    for root in roots:
+        root = fs.abspath(root)
+        if not fs.exists(root):
+            raise SourceError(f"source root {root} does not exist")
+        for entry in fs.list_dir(root):
+            parsed = parse_partition_dir(entry.name) if entry.is_dir else None
+            if parsed is None:
+                continue
+            topic, partition = parsed
+            segments = [
+                SegmentFile(topic, partition, base, f.path, f.size)
+                for f in _list_or_empty(fs, entry.path)
+                if not f.is_dir and (base := parse_segment_name(f.name)) is not None
+            ]
+            if rolled_only and segments:
+                active = max(segments, key=lambda s: s.base_offset)
+                segments = [s for s in segments if s is not active]
+            found.extend(segments)
+    found.sort(key=lambda s: s.sort_key)
+    return found
+
+
+def _list_or_empty(fs: FileSystem, path: str) -> list[FileInfo]:
+    try:
+        return fs.list_dir(path)
+    except FileNotFoundError:
+        return []  # partition deleted while listing
