@@ -13,18 +13,14 @@ Then, in one Spark session, best of one (each run takes minutes at full size):
   ``rolled_only = false`` (every segment is complete) and Kafka's default topic settings. This
   includes re-materialising every partition as compacted segments (all are due: the dirty
   ratio is 1), which the plain pattern does not do; a ratio without that step is printed too;
-- plain: what users write today. ``spark.read.format("binaryFile")`` over the ``.log`` files,
-  ``mapInArrow`` decoding each file with kafka-python's ``MemoryRecords`` into rows (topic,
-  partition, key, value, offset, timestamp, timestampType, headers), null keys dropped, the
-  highest offset per (topic, partition, key) kept with ``max_by`` (as segcompact does), and ONE
-  Delta MERGE into a fresh table: update when the source offset is higher, insert when not
-  matched; tombstones stay as rows with a ``tombstone`` flag, as segcompact keeps them until
-  their delete horizon. As users write it, it does not check CRCs (segcompact does).
+- plain: what users write today (``tests/benchmarks/plain.py``): ``binaryFile`` + kafka-python
+  in ``mapInArrow`` + ``max_by`` + one Delta MERGE into a fresh table.
 
-Both timings start before their tables are created and stop when the last write returns.
-Records/s counts every input record; MB/s is input file bytes (MB = 10^6 bytes) per wall
-second. CPU seconds are summed over this process and its descendants (the JVM and the Python
-workers), read from /proc: steadier than wall time on a machine shared with other work.
+Both go through one timing path (:func:`timed_run`): the clock starts before their tables are
+created and stops when the last write returns. Records/s counts every input record; MB/s is
+input file bytes (MB = 10^6 bytes) per wall second. CPU seconds are summed over this process
+and its descendants (the JVM and the Python workers), read from /proc: steadier than wall time
+on a machine shared with other work (``tests/benchmarks/measure.py``).
 
 Then both state tables are compared in full on (topic, partition, key, offset, tombstone, hash
 of the value), and each against the generator's sample; a difference is a warning here and a
@@ -43,13 +39,11 @@ import shutil
 import tempfile
 import threading
 import time
-from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -60,107 +54,44 @@ from segcompact.config import CompactorConfig, load_config
 from segcompact.spark.job import Compactor
 from segcompact.spark.session import get_spark
 from segcompact.spark.source import NAME, register
+from tests.benchmarks import plain
+from tests.benchmarks.measure import Phases, Result, Stopwatch
 from tests.support.config import write_config
 from tests.support.keyed_log import Log, MiB, generate, log_files
 
-# --- Measuring -------------------------------------------------------------------------------
+# --- One timing path -------------------------------------------------------------------------
 
 
-def tree_cpu_seconds() -> float | None:
-    """CPU seconds of this process and all its descendants (the JVM, Python workers), or None
-    where /proc is missing. Reaped children count through their parent's cutime and cstime."""
-    try:
-        tick = os.sysconf("SC_CLK_TCK")
-        stats: dict[int, tuple[int, float]] = {}
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry.name}/stat") as f:
-                    text = f.read()
-            except OSError:
-                continue  # gone meanwhile
-            rest = text[text.rindex(")") + 2 :].split()
-            ticks = sum(int(x) for x in rest[11:15])  # utime stime cutime cstime
-            stats[int(entry.name)] = (int(rest[1]), ticks / tick)
-    except (OSError, ValueError):
-        return None
-    children: dict[int, list[int]] = defaultdict(list)
-    for pid, (ppid, _) in stats.items():
-        children[ppid].append(pid)
-    total, todo = 0.0, [os.getpid()]
-    while todo:
-        pid = todo.pop()
-        total += stats.get(pid, (0, 0.0))[1]
-        todo.extend(children.get(pid, ()))
-    return total
+def timed_run(spark: SparkSession, name: str, log: Log, run: Callable[[], Path]) -> Result:
+    """Time ``run()``, which builds a state table from ``log`` and returns its path, then count
+    the table's rows (outside the clock)."""
+    with Stopwatch() as watch:
+        state = run()
+    row = (
+        spark.read.format("delta")
+        .load(str(state))
+        .agg(F.count(F.lit(1)).alias("n"), F.count(F.when(F.col("tombstone"), 1)).alias("t"))
+        .first()
+    )
+    assert row is not None
+    return Result(
+        name=name,
+        seconds=watch.seconds,
+        cpu_seconds=watch.cpu_seconds,
+        records=log.records,
+        file_bytes=log.file_bytes,
+        state_rows=int(row["n"]),
+        tombstone_rows=int(row["t"]),
+        load_before=watch.load_before,
+        load_after=watch.load_after,
+    )
 
 
-class Stopwatch:
-    """Wall and CPU seconds (process tree) and load average over a ``with`` block."""
-
-    def __enter__(self) -> Stopwatch:
-        self.load_before = os.getloadavg()[0]
-        self.cpu0 = tree_cpu_seconds()
-        self.t0 = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.seconds = time.perf_counter() - self.t0
-        cpu1 = tree_cpu_seconds()
-        self.cpu_seconds = None if cpu1 is None or self.cpu0 is None else cpu1 - self.cpu0
-        self.load_after = os.getloadavg()[0]
+# --- segcompact ------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class Result:
-    name: str
-    seconds: float  # wall clock, one run
-    cpu_seconds: float | None  # process tree
-    records: int  # input records
-    file_bytes: int  # input .log bytes
-    state_rows: int
-    tombstone_rows: int
-    load_before: float  # 1-minute load average at the start and the end
-    load_after: float
-    phases: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def records_per_s(self) -> float:
-        return self.records / self.seconds
-
-    @property
-    def mb_per_s(self) -> float:
-        return self.file_bytes / self.seconds / 1e6
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "records_per_s": self.records_per_s, "mb_per_s": self.mb_per_s}
-
-
-class Phases:
-    """The (start, end) of every call to chosen methods of some objects (``perf_counter``)."""
-
-    def __init__(self) -> None:
-        self.calls: dict[str, list[tuple[float, float]]] = defaultdict(list)
-
-    def wrap(self, obj: object, method: str, label: str) -> None:
-        inner = getattr(obj, method, None)
-        if inner is None:  # renamed since: the profile loses a line, the run goes on
-            print(f"  (profile: {type(obj).__name__}.{method} not found)")
-            return
-
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                self.calls[label].append((start, time.perf_counter()))
-
-        setattr(obj, method, timed)
-
-    def seconds(self, label: str, before: float = float("inf")) -> float:
-        """Time in ``label``'s calls that ended before ``before``."""
-        return sum(end - start for start, end in self.calls[label] if end <= before)
+def segcompact_config(log: Log, run_dir: Path) -> CompactorConfig:
+    return load_config(write_config(run_dir / "segcompact", [log.root], rolled_only=False))
 
 
 class _Progress(StreamingQueryListener):
@@ -186,99 +117,86 @@ class _Progress(StreamingQueryListener):
         self.done.set()
 
 
-def _count_state(spark: SparkSession, path: Path) -> tuple[int, int]:
-    row = (
-        spark.read.format("delta")
-        .load(str(path))
-        .agg(F.count(F.lit(1)).alias("n"), F.count(F.when(F.col("tombstone"), 1)).alias("t"))
-        .first()
-    )
-    assert row is not None
-    return int(row["n"]), int(row["t"])
-
-
-# --- segcompact ------------------------------------------------------------------------------
-
-
-def segcompact_config(log: Log, run_dir: Path) -> CompactorConfig:
-    return load_config(write_config(run_dir / "segcompact", [log.root], rolled_only=False))
-
-
+SETUP = "setup (create the tables)"
+MERGE_PARTS = (
+    "decode, reduce per key, partition stats",
+    "read committed",
+    "state MERGE",
+    "partitions MERGE",
+    "expire",
+)
 MATERIALISE_ALL = "materialise, all calls (no such step in plain)"
 
 
-def run_segcompact(spark: SparkSession, log: Log, run_dir: Path) -> Result:
-    config = segcompact_config(log, run_dir)
-    phases = Phases()
-    listener = _Progress()
-    spark.streams.addListener(listener)
-    try:
-        with Stopwatch() as watch:
-            t0 = time.perf_counter()
-            compactor = Compactor(spark, config)
-            setup = time.perf_counter() - t0
-            merger = compactor.merger
-            phases.wrap(merger, "process", "merge")
-            phases.wrap(merger, "_partition_stats", "decode, reduce per key, partition stats")
-            phases.wrap(merger, "_read_committed", "read committed")
-            phases.wrap(merger, "_merge_state", "state MERGE")
-            phases.wrap(merger, "_merge_partitions", "partitions MERGE")
-            phases.wrap(merger, "expire", "expire")
-            materializer = getattr(compactor, "materializer", None)
-            if materializer is not None:
-                phases.wrap(materializer, "run", "materialise")
-            phases.wrap(compactor, "upkeep", "upkeep")
-            compactor.run_once()
-        listener.done.wait(10)  # listener events arrive asynchronously
-        time.sleep(0.5)
-    finally:
-        spark.streams.removeListener(listener)
+def _profiled(compactor: Compactor, phases: Phases) -> None:
+    merger = compactor.merger
+    phases.wrap(merger, "process", "merge")
+    for method, label in zip(
+        ("_partition_stats", "_read_committed", "_merge_state", "_merge_partitions", "expire"),
+        MERGE_PARTS,
+        strict=True,
+    ):
+        phases.wrap(merger, method, label)
+    materializer = getattr(compactor, "materializer", None)
+    if materializer is not None:
+        phases.wrap(materializer, "run", "materialise")
+    phases.wrap(compactor, "upkeep", "upkeep")
+
+
+def _breakdown(phases: Phases, progress: _Progress, seconds: float) -> dict[str, float]:
+    """Where segcompact's ``seconds`` went; the upkeep after the query is its own line."""
     upkeep_start = min((start for start, _ in phases.calls["upkeep"]), default=float("inf"))
 
     def before_upkeep(label: str) -> float:
         return phases.seconds(label, upkeep_start)
 
+    setup = phases.seconds(SETUP)
     merge = before_upkeep("merge")
     materialise = before_upkeep("materialise")
-    parts = (
-        "decode, reduce per key, partition stats",
-        "read committed",
-        "state MERGE",
-        "partitions MERGE",
-        "expire",
-    )
     upkeep = phases.seconds("upkeep")
     breakdown = {
-        "setup (create the tables)": setup,
+        SETUP: setup,
         "micro-batch: merge (BatchMerger.process)": merge,
-        "  rest of the merge": merge - sum(before_upkeep(p) for p in parts),
-        **{f"  {p}": before_upkeep(p) for p in parts},
+        "  rest of the merge": merge - sum(before_upkeep(p) for p in MERGE_PARTS),
+        **{f"  {p}": before_upkeep(p) for p in MERGE_PARTS},
         "micro-batch: materialise due partitions": materialise,
         "upkeep after the query (expire, materialise)": upkeep,
-        "rest (query start, planning, offsets, commit, stop)": watch.seconds
+        "rest (query start, planning, offsets, commit, stop)": seconds
         - setup
         - merge
         - materialise
         - upkeep,
+        MATERIALISE_ALL: phases.seconds("materialise"),
     }
-    breakdown[MATERIALISE_ALL] = phases.seconds("materialise")
-    for i, d in enumerate(listener.durations):
+    for i, d in enumerate(progress.durations):
         for k, ms in sorted(d.items(), key=lambda kv: -kv[1]):
             if ms >= 100:
                 breakdown[f"query progress, batch {i}: {k}"] = ms / 1000
-    rows, tombstones = _count_state(spark, Path(config.state.table))
-    return Result(
-        "segcompact",
-        watch.seconds,
-        watch.cpu_seconds,
-        log.records,
-        log.file_bytes,
-        rows,
-        tombstones,
-        watch.load_before,
-        watch.load_after,
-        breakdown,
-    )
+    return breakdown
+
+
+def run_segcompact(spark: SparkSession, log: Log, run_dir: Path) -> Result:
+    config = segcompact_config(log, run_dir)
+    phases = Phases()
+    progress = _Progress()
+
+    def compact() -> Path:
+        began = time.perf_counter()
+        compactor = Compactor(spark, config)
+        phases.calls[SETUP].append((began, time.perf_counter()))
+        _profiled(compactor, phases)
+        compactor.run_once()
+        return Path(config.state.table)
+
+    spark.streams.addListener(progress)
+    try:
+        result = timed_run(spark, "segcompact", log, compact)
+        progress.done.wait(10)  # listener events arrive asynchronously
+        time.sleep(0.5)
+    finally:
+        spark.streams.removeListener(progress)
+    result.phases = _breakdown(phases, progress, result.seconds)
+    return result
 
 
 def segcompact_decode_only(spark: SparkSession, log: Log) -> DataFrame:
@@ -289,148 +207,13 @@ def segcompact_decode_only(spark: SparkSession, log: Log) -> DataFrame:
 
 # --- The plain pattern -----------------------------------------------------------------------
 
-HEADERS = T.ArrayType(
-    T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())])
-)
-DECODED = T.StructType(
-    [
-        T.StructField("topic", T.StringType()),
-        T.StructField("partition", T.IntegerType()),
-        T.StructField("key", T.BinaryType()),
-        T.StructField("value", T.BinaryType()),
-        T.StructField("offset", T.LongType()),
-        T.StructField("timestamp", T.LongType()),
-        T.StructField("timestampType", T.IntegerType()),
-        T.StructField("headers", HEADERS),
-    ]
-)
-PLAIN_STATE = T.StructType(
-    [
-        T.StructField("topic", T.StringType()),
-        T.StructField("partition", T.IntegerType()),
-        T.StructField("key", T.BinaryType()),
-        T.StructField("offset", T.LongType()),
-        T.StructField("timestamp", T.TimestampType()),
-        T.StructField("timestampType", T.IntegerType()),
-        T.StructField("value", T.BinaryType()),
-        T.StructField("headers", HEADERS),
-        T.StructField("tombstone", T.BooleanType()),
-    ]
-)
-_DECODED_ARROW = pa.schema(
-    [
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("offset", pa.int64()),
-        ("timestamp", pa.int64()),
-        ("timestampType", pa.int32()),
-        (
-            "headers",
-            pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])),
-        ),
-    ]
-)
-_CHUNK_ROWS = 1 << 16
-
-
-def decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body: binaryFile rows (path, content) to one row per record."""
-    from kafka.record.memory_records import MemoryRecords
-
-    def chunk(topic: str, partition: int, cols: list[list[Any]]) -> pa.RecordBatch:
-        n = len(cols[0])
-        return pa.RecordBatch.from_arrays(
-            [
-                pa.array([topic] * n, pa.string()),
-                pa.array([partition] * n, pa.int32()),
-                *(pa.array(c, f.type) for c, f in zip(cols, list(_DECODED_ARROW)[2:], strict=True)),
-            ],
-            schema=_DECODED_ARROW,
-        )
-
-    for batch in batches:
-        paths, contents = batch.column("path"), batch.column("content")
-        for i in range(batch.num_rows):
-            folder = paths[i].as_py().rstrip("/").rsplit("/", 2)[-2]
-            topic, _, partition_text = folder.rpartition("-")
-            partition = int(partition_text)
-            records = MemoryRecords(contents[i].as_py())
-            cols: list[list[Any]] = [[], [], [], [], [], []]
-            key, value, offset, timestamp, ts_type, headers = cols
-            while (b := records.next_batch()) is not None:
-                if getattr(b, "is_control_batch", False):
-                    continue
-                kind = b.timestamp_type
-                for r in b:
-                    key.append(r.key)
-                    value.append(r.value)
-                    offset.append(r.offset)
-                    timestamp.append(r.timestamp)
-                    ts_type.append(kind)
-                    headers.append(r.headers)
-                if len(key) >= _CHUNK_ROWS:
-                    yield chunk(topic, partition, cols)
-                    cols = [[], [], [], [], [], []]
-                    key, value, offset, timestamp, ts_type, headers = cols
-            if key:
-                yield chunk(topic, partition, cols)
-
-
-def plain_decoded(spark: SparkSession, log: Log) -> DataFrame:
-    files = (
-        spark.read.format("binaryFile")
-        .option("pathGlobFilter", "*.log")
-        .option("recursiveFileLookup", "true")
-        .load(log.root)
-    )
-    return files.select("path", "content").mapInArrow(decode_files, DECODED)
-
 
 def run_plain(spark: SparkSession, log: Log, run_dir: Path) -> Result:
-    path = str(run_dir / "plain" / "state")
-    with Stopwatch() as watch:
-        target = DeltaTable.create(spark).location(path).addColumns(PLAIN_STATE).execute()
-        records = plain_decoded(spark, log).where(F.col("key").isNotNull())
-        rest = [c for c in records.columns if c not in ("topic", "partition", "key")]
-        latest = (
-            records.groupBy("topic", "partition", "key")
-            .agg(F.max_by(F.struct(*rest), F.col("offset")).alias("r"))
-            .select("topic", "partition", "key", "r.*")
-        )
-        source = latest.select(
-            "topic",
-            "partition",
-            "key",
-            "offset",
-            F.timestamp_millis("timestamp").alias("timestamp"),
-            "timestampType",
-            "value",
-            "headers",
-            F.col("value").isNull().alias("tombstone"),
-        )
-        (
-            target.alias("t")
-            .merge(
-                source.alias("s"),
-                "t.topic = s.topic AND t.partition = s.partition AND t.key = s.key",
-            )
-            .whenMatchedUpdateAll(condition="s.offset > t.offset")
-            .whenNotMatchedInsertAll()
-            .execute()
-        )
-    rows, tombstones = _count_state(spark, Path(path))
-    return Result(
+    return timed_run(
+        spark,
         "plain (binaryFile + kafka-python + MERGE)",
-        watch.seconds,
-        watch.cpu_seconds,
-        log.records,
-        log.file_bytes,
-        rows,
-        tombstones,
-        watch.load_before,
-        watch.load_after,
+        log,
+        lambda: plain.write_state(spark, log, run_dir / "plain" / "state"),
     )
 
 
@@ -654,20 +437,20 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
     if args.profile:
         out["decode_only"] = {
             "segcompact": noop_scan(segcompact_decode_only(spark, log)),
-            "plain": noop_scan(plain_decoded(spark, log)),
+            "plain": noop_scan(plain.decoded(spark, log)),
         }
     ours = run_segcompact(spark, log, run_dir)
-    plain = with_deadline(spark, args.plain_timeout_min, lambda: run_plain(spark, log, run_dir))
+    theirs = with_deadline(spark, args.plain_timeout_min, lambda: run_plain(spark, log, run_dir))
     out["results"] = {
         "segcompact": ours.to_dict(),
-        "plain": None if plain is None else plain.to_dict(),
+        "plain": None if theirs is None else theirs.to_dict(),
     }
-    if plain is not None:
-        out["ratio_records_per_s"] = ours.records_per_s / plain.records_per_s
+    if theirs is not None:
+        out["ratio_records_per_s"] = ours.records_per_s / theirs.records_per_s
         without = ours.seconds - ours.phases.get(MATERIALISE_ALL, 0.0)
-        out["ratio_records_per_s_without_materialise"] = plain.seconds / without
-        if ours.cpu_seconds and plain.cpu_seconds:
-            out["ratio_cpu"] = plain.cpu_seconds / ours.cpu_seconds
+        out["ratio_records_per_s_without_materialise"] = theirs.seconds / without
+        if ours.cpu_seconds and theirs.cpu_seconds:
+            out["ratio_cpu"] = theirs.cpu_seconds / ours.cpu_seconds
         out["check"] = compare(spark, log, run_dir)
     out["load_average"] = os.getloadavg()
     report(out)

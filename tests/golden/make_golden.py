@@ -21,12 +21,12 @@ import struct
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from segcompact.storage import LocalInputFile
+from segcompact.format.record import Header
 from tests.support.jvm import (
     KafkaError,
     kafka_jars_available,
@@ -36,6 +36,7 @@ from tests.support.jvm import (
     run_java_tool,
 )
 from tests.support.kafka_broker import KafkaBroker
+from tests.support.producing import PartitionProducer, producer_settings
 
 GOLDEN_DIR = Path(__file__).resolve().parent
 PARTITION = 0
@@ -48,19 +49,8 @@ COMPRESSION_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 # Copied beside each .log: offset and time indexes, and the aborted-transaction index.
 COPIED_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
 
-# Shared by every producer. linger.ms is long so batches are cut by batch.num.messages (or by
-# flush) rather than by timing, which keeps batch boundaries the same from run to run; one
-# request in flight keeps the order without idempotence.
-PRODUCER_BASE: dict[str, Any] = {
-    "acks": "all",
-    "linger.ms": 1000,
-    "batch.num.messages": 64,
-    "max.in.flight.requests.per.connection": 1,
-    "message.timeout.ms": 60000,
-}
-
-
-Header = tuple[str, bytes | None]
+# Shared by every producer (expected.json records them with each topic's own settings).
+PRODUCER_BASE = producer_settings(batch_messages=64)
 
 
 @dataclass(slots=True)
@@ -229,66 +219,38 @@ def cases() -> list[TopicCase]:
 # -- producing ----------------------------------------------------------------------------------
 
 
-def _delivery(rec: Produced, errors: list[str], log_append: bool) -> Callable[[Any, Any], None]:
+def produce(broker: KafkaBroker, case: TopicCase) -> None:
     from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME
 
-    def on_delivery(err: Any, msg: Any) -> None:
-        if err is not None:
-            errors.append(str(err))
-            return
-        rec.offset = msg.offset()
-        ts_type, ts = msg.timestamp()
-        if log_append:
-            if ts_type != TIMESTAMP_LOG_APPEND_TIME:
-                errors.append(f"offset {rec.offset}: expected LogAppendTime, got type {ts_type}")
-            rec.log_append_time = ts
-
-    return on_delivery
-
-
-def produce(broker: KafkaBroker, case: TopicCase) -> None:
-    from confluent_kafka import Producer
-
     broker.create_topic(case.name, partitions=1, config=case.topic_config)
-    config = broker.client_config(**PRODUCER_BASE)
-    config.update(case.producer_config)
-    producer = Producer(config)
-    errors: list[str] = []
+    producer = PartitionProducer(
+        broker, case.name, {**PRODUCER_BASE, **case.producer_config}, PARTITION
+    )
     log_append = case.timestamp_type == "LogAppendTime"
 
     def send(rec: Produced) -> None:
-        producer.produce(
-            case.name,
-            key=rec.key,
-            value=rec.value,
-            partition=PARTITION,
-            timestamp=rec.timestamp,
-            headers=list(rec.headers),
-            on_delivery=_delivery(rec, errors, log_append),
-        )
+        def delivered(msg: Any) -> None:
+            rec.offset = msg.offset()
+            ts_type, ts = msg.timestamp()
+            if log_append:
+                if ts_type != TIMESTAMP_LOG_APPEND_TIME:
+                    producer.errors.append(
+                        f"offset {rec.offset}: expected LogAppendTime, got type {ts_type}"
+                    )
+                rec.log_append_time = ts
+
+        producer.send(rec.key, rec.value, rec.timestamp, rec.headers, on_delivered=delivered)
 
     if case.transactional:
-        producer.init_transactions(60)
         for txn, outcome in enumerate(TXNS):
-            producer.begin_transaction()
-            for rec in case.records:
-                if rec.txn == txn:
-                    send(rec)
-            # abort_transaction() purges unsent records; flush first so the aborted records
-            # really are in the log, followed by an ABORT marker.
-            if producer.flush(60) != 0:
-                raise KafkaError(f"{case.name}: txn {txn} not delivered")
-            if outcome == "committed":
-                producer.commit_transaction(60)
-            else:
-                producer.abort_transaction(60)
+            with producer.transaction(commit=outcome == "committed", name=f"txn {txn}"):
+                for rec in case.records:
+                    if rec.txn == txn:
+                        send(rec)
     else:
         for rec in case.records:
             send(rec)
-        if producer.flush(60) != 0:
-            raise KafkaError(f"{case.name}: records not delivered within 60s")
-    if errors:
-        raise KafkaError(f"{case.name}: delivery failed: {errors[:5]}")
+        producer.flush()
     offsets = [r.offset for r in case.records]
     if case.transactional:
         _describe_transactions(case)
@@ -533,7 +495,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for case in all_cases:
             files = copy_segments(broker, case, staging)
             logs = [f for f in files if f.suffix == ".log"]
-            batches = [b for log in logs for b in read_batches(LocalInputFile(log))]
+            batches = [b for log in logs for b in read_batches(log)]
             check_case(case, batches)
             all_logs += logs
             codec_of_log.update({log: case.codec for log in logs})

@@ -1,10 +1,10 @@
 """A Kafka broker serves segcompact's output to a consumer as if it had written it itself.
 
-The output comes from the session fixture ``compacted`` (conftest.py). For each of its topics
-a fresh broker creates a one-partition topic and stops; the topic's partition directory is
-then emptied except for ``partition.metadata`` and filled with the published version's real
-files (``.log``, ``.index``, ``.timeindex``, copied out of ``.versions/…/v<N>``, not the
-symlink). What Kafka 4.3 needs, found by trying:
+The output comes from the session fixture ``compacted`` (conftest.py, built by compacted.py).
+For each of its topics a fresh broker creates a one-partition topic and stops; the topic's
+partition directory is then emptied except for ``partition.metadata`` and filled with the
+published version's real files (``.log``, ``.index``, ``.timeindex``, copied out of
+``.versions/…/v<N>``, not the symlink). What Kafka 4.3 needs, found by trying:
 
 - ``partition.metadata`` (the topic id) must stay: without it the broker takes the directory
   for a stray log of a deleted topic, renames it ``*-stray`` and serves an empty partition.
@@ -35,7 +35,8 @@ from typing import Any
 import pytest
 
 from segcompact.format.segment import base_offset_of
-from tests.interop.conftest import CASES, PARTITION, Compacted, Rec, data_records, segment_logs
+from tests.interop.cases import CASES, PARTITION
+from tests.interop.compacted import Compacted, Rec, data_records, segment_logs
 from tests.support.kafka_broker import KafkaBroker
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]

@@ -1,7 +1,7 @@
 """segcompact keeps what Kafka's own log cleaner keeps, record for record, on the same log.
 
 The log, both compactions and their timings come from the session fixture ``compacted``
-(conftest.py). What is compared, per topic:
+(conftest.py, built by compacted.py). What is compared, per topic:
 
 - Kafka's side: the records of every segment but the active one after its cleaner ran. The
   cleaner never cleans the active segment, and segcompact (``rolled_only``) never reads it.
@@ -33,7 +33,8 @@ import pytest
 from segcompact.format.control import ControlType, control_type
 from segcompact.format.segment import base_offset_of, read_batches
 from segcompact.storage import LocalInputFile
-from tests.interop.conftest import CASES, Case, Compacted, Rec, data_records, segment_logs
+from tests.interop.cases import CASES, Case
+from tests.interop.compacted import Compacted, Rec, data_records, segment_logs
 from tests.support.jvm import run_java_tool
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]

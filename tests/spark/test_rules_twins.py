@@ -7,17 +7,16 @@ import itertools
 import struct
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from segcompact.compaction import rules as pure
 from segcompact.config import CompactionStrategy, TombstoneMode, TopicConfig
 from segcompact.format.attributes import RecordAttr
 from segcompact.spark import rules as twin
-from segcompact.spark.tables import HEADERS
 
 pytestmark = pytest.mark.spark
 
@@ -79,15 +78,9 @@ TOPICS = {
     "lagged": TopicConfig(min_compaction_lag_ms=1_000),
 }
 
-_SCHEMA = T.StructType(
-    [
-        T.StructField("topic", T.StringType()),
-        T.StructField("offset", T.LongType()),
-        T.StructField("timestamp", T.TimestampType()),
-        T.StructField("value", T.BinaryType()),
-        T.StructField("headers", HEADERS),
-        T.StructField("attributes", T.ByteType()),
-    ]
+_SCHEMA = (
+    "topic string, offset long, timestamp timestamp, value binary, "
+    "headers array<struct<key: string, value: binary>>, attributes tinyint"
 )
 
 
@@ -105,7 +98,7 @@ def _rows(topic: str, records: list[Rec]) -> list[tuple[object, ...]]:
     ]
 
 
-def _evaluate(spark: SparkSession, topic: str, records: list[Rec], expr: Column) -> list[object]:
+def _evaluate(spark: SparkSession, topic: str, records: list[Rec], expr: Column) -> list[Any]:
     """``expr`` on each record, in the records' order (offsets must be distinct)."""
     df = spark.createDataFrame(_rows(topic, records), _SCHEMA)
     rows = df.select("offset", expr.alias("out")).orderBy("offset").collect()
@@ -159,28 +152,33 @@ def _ranking_records() -> list[Rec]:
 
 @pytest.mark.parametrize("topic", ["by-offset", "by-time", "by-version"])
 def test_rank_orders_records_as_order_key_does(spark: SparkSession, topic: str) -> None:
+    """Spark compares the rank structs, as the job's ``max_by`` and MERGE condition do."""
     config = TOPICS[topic]
     records = _ranking_records()
     version = twin.version(F.col("headers"), config)
-    ranks = _evaluate(
-        spark,
-        topic,
-        records,
-        twin.rank(F.col("offset"), F.col("timestamp"), version, config),
+    ranked = spark.createDataFrame(_rows(topic, records), _SCHEMA).select(
+        "offset", twin.rank(F.col("offset"), F.col("timestamp"), version, config).alias("rank")
     )
-    keys = [
-        pure.order_key(
+    a, b = ranked.alias("a"), ranked.alias("b")
+    pairs = a.crossJoin(b).select(
+        F.col("a.offset").alias("a"),
+        F.col("b.offset").alias("b"),
+        (F.col("a.rank") < F.col("b.rank")).alias("lt"),
+        (F.col("a.rank") == F.col("b.rank")).alias("eq"),
+    )
+    got = {(r["a"], r["b"]): (r["lt"], r["eq"]) for r in pairs.collect()}
+    key = {
+        r.offset: pure.order_key(
             config.compaction_strategy,
             r.offset,
             r.timestamp,
             pure.header_version(r.headers, config.strategy_header),
         )
         for r in records
-    ]
-    spark_keys = [tuple(r) for r in ranks]
-    for (a, ka), (b, kb) in itertools.combinations(zip(spark_keys, keys, strict=True), 2):
-        assert (a < b, a == b) == (ka < kb, ka == kb)
-    assert keys.index(max(keys)) == spark_keys.index(max(spark_keys))
+    }
+    assert got == {(x, y): (key[x] < key[y], key[x] == key[y]) for x in key for y in key}
+    winner = ranked.agg(F.max_by("offset", "rank")).first()
+    assert winner is not None and winner[0] == max(key, key=key.__getitem__)
 
 
 def test_rank_by_topic_picks_each_topics_strategy(spark: SparkSession) -> None:

@@ -1,1 +1,2 @@
-"""Shared test helpers: a real Kafka broker and Kafka's own tools."""
+"""Helpers the test layers share: config files, Kafka's jars and tools, a real broker and
+producing to it, Spark settings, and generated logs."""

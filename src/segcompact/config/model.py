@@ -135,7 +135,6 @@ class CompactorConfig:
     stream: StreamConfig = StreamConfig()
     defaults: TopicConfig = TopicConfig()
     topics: Mapping[str, TopicConfig] = field(default_factory=dict, hash=False)
-    config_file: str | None = field(default=None, compare=False)
 
     def topic(self, name: str) -> TopicConfig:
         """Settings for ``name``: its ``[topics]`` entry, else the resolved ``[defaults]``."""

@@ -123,7 +123,6 @@ class _Parser:
             stream=make("stream"),
             defaults=resolved_defaults,
             topics=topics,
-            config_file=self.source,
         )
         self.check_locations(config, found)
         return config

@@ -43,16 +43,6 @@ def encode_varint(value: int) -> bytes:
     return encode_varlong(value)
 
 
-def size_of_varlong(value: int) -> int:
-    """How many bytes :func:`encode_varlong` writes for ``value``."""
-    v = zigzag(value)
-    size = 1
-    while v > 0x7F:
-        size += 1
-        v >>= 7
-    return size
-
-
 def decode_varlong(
     buf: bytes | bytearray | memoryview, pos: int, max_bytes: int = LONG_MAX_BYTES
 ) -> tuple[int, int]:

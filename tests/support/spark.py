@@ -1,0 +1,8 @@
+"""Spark settings shared by the test session (``tests/conftest.py``) and the JVMs that the
+end-to-end tests' CLI subprocesses start (``tests/e2e/conftest.py``)."""
+
+from __future__ import annotations
+
+# Test JVMs are short-lived and cold: C1-only JIT and the parallel collector halve session
+# start and the first Delta jobs on two cores. Long-running jobs want C2, so this stays here.
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
