@@ -4,14 +4,22 @@ Discovery and the manifest list, read and publish through :class:`FileSystem`; t
 segments through :class:`~segcompact.format.io.InputFile` and writes them through
 :class:`~segcompact.format.io.OutputDirectory`. Only local (POSIX) paths are implemented here;
 object stores are added behind these same classes.
+
+Segments are read through ``pyarrow.fs`` (:class:`ArrowInputFile`), which has object stores
+already; on local files it reads as fast as a buffered Python file. Writes stay on Python files:
+``pyarrow.fs`` can neither fsync a file nor create one exclusively, and a segment or manifest
+file must be durable, and never overwrite another, before it is published.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import uuid
 from dataclasses import dataclass
 from typing import IO, Protocol
+
+from pyarrow import fs as pafs
 
 from segcompact.format.io import InputStream, OutputStream
 
@@ -111,23 +119,50 @@ def _fsync_dir(directory: str) -> None:
 LOCAL = LocalFileSystem()
 
 
-class LocalInputFile:
-    """A local file for the codec to read."""
+class ArrowInputFile:
+    """A file of a ``pyarrow.fs`` file system for the codec to read.
 
-    __slots__ = ("path",)
+    The stream is sequential and buffered: the reader asks for a batch's first bytes and then
+    for the rest, which unbuffered would cost a system call (or a request) each.
+    A missing file raises :class:`FileNotFoundError`, from ``len()`` as from ``open()``.
+    """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = os.fspath(path)
+    __slots__ = ("fs", "path")
+
+    def __init__(self, fs: pafs.FileSystem, path: str) -> None:
+        self.fs = fs
+        self.path = path
 
     @property
     def location(self) -> str:
         return self.path
 
     def __len__(self) -> int:
-        return os.path.getsize(self.path)
+        info = self.fs.get_file_info(self.path)
+        if info.type == pafs.FileType.NotFound:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), self.path)
+        if info.type != pafs.FileType.File:
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.path)
+        return int(info.size)
 
     def open(self) -> InputStream:
-        return open(self.path, "rb", buffering=_READ_BUFFER)
+        # compression=None: pyarrow would otherwise decompress by file extension.
+        stream: InputStream = self.fs.open_input_stream(
+            self.path, compression=None, buffer_size=_READ_BUFFER
+        )
+        return stream
+
+
+_LOCAL_ARROW = pafs.LocalFileSystem()
+
+
+class LocalInputFile(ArrowInputFile):
+    """A local file for the codec to read."""
+
+    __slots__ = ()
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(_LOCAL_ARROW, os.fspath(path))
 
 
 class _DurableFile:

@@ -41,11 +41,12 @@ import lz4.frame
 from kafka.record.memory_records import MemoryRecords
 
 from segcompact.format.arrow import decode_segment
-from segcompact.format.attributes import Compression
+from segcompact.format.attributes import BatchAttr, Compression
 from segcompact.format.batch import (
     ATTRIBUTES_OFFSET,
     CRC_OFFSET,
     LOG_OVERHEAD,
+    RECORDS_COUNT_OFFSET,
     V2_HEADER_SIZE,
     build_batch,
 )
@@ -163,7 +164,7 @@ def prefix(segment: Segment, size_mib: float) -> Segment:
         end = pos + LOG_OVERHEAD.size + length
         if end > limit:
             break
-        (count,) = struct.unpack_from(">i", data, pos + V2_HEADER_SIZE - 4)
+        (count,) = struct.unpack_from(">i", data, pos + RECORDS_COUNT_OFFSET)
         pos, batches, records = end, batches + 1, records + count
     if not path.exists() or path.stat().st_size != pos:
         path.parent.mkdir(exist_ok=True)
@@ -202,14 +203,14 @@ def read_floor(path: Path) -> tuple[int, int]:
     pos = records = batches = 0
     end_all = len(data)
     unpack_header = LOG_OVERHEAD.unpack_from
-    crc_at, count_at = CRC_OFFSET, V2_HEADER_SIZE - 4
+    crc_at, count_at = CRC_OFFSET, RECORDS_COUNT_OFFSET
     while pos < end_all:
         _, length = unpack_header(data, pos)
         end = pos + LOG_OVERHEAD.size + length
         (stored,) = struct.unpack_from(">I", data, pos + crc_at)
         if crc32c.crc32c(data[pos + ATTRIBUTES_OFFSET : end]) != stored:
             raise ValueError(f"floor: CRC mismatch at byte {pos}")
-        attributes = data[pos + ATTRIBUTES_OFFSET + 1] & 0x07
+        attributes = data[pos + ATTRIBUTES_OFFSET + 1] & BatchAttr.COMPRESSION
         body = data[pos + V2_HEADER_SIZE : end]
         if attributes == Compression.LZ4:
             lz4.frame.decompress(body)

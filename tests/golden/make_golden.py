@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from segcompact.format.batch import LENGTH_OFFSET
 from segcompact.format.record import Header
 from tests.support.jvm import (
     KafkaError,
@@ -291,7 +292,7 @@ def read_batches(log_file: Path) -> list[dict[str, Any]]:
     batches = []
     pos = 0
     while pos < len(data):
-        (length,) = struct.unpack_from(">i", data, pos + 8)
+        (length,) = struct.unpack_from(">i", data, pos + LENGTH_OFFSET)
         end = pos + 12 + length
         batch = DefaultRecordBatch(bytearray(data[pos:end]))
         if batch.magic != 2:

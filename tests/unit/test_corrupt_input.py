@@ -11,7 +11,17 @@ import pytest
 from segcompact.errors import CorruptBatchError
 from segcompact.format.arrow import decode_segment
 from segcompact.format.attributes import Compression
-from segcompact.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, V2_HEADER_SIZE, build_batch
+from segcompact.format.batch import (
+    ATTRIBUTES_OFFSET,
+    CRC_OFFSET,
+    LAST_OFFSET_DELTA_OFFSET,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    RECORDS_COUNT_OFFSET,
+    V2_HEADER_SIZE,
+    build_batch,
+)
 from segcompact.format.codecs import codec_for
 from segcompact.format.crc import crc32c
 from segcompact.format.record import Record
@@ -48,9 +58,9 @@ def _with_payload(payload: bytes, count: int, codec: Compression = Compression.N
 def _with_body(body: bytes, count: int, codec: Compression) -> bytes:
     """A v2 batch at offset 5 flagged with ``codec`` and holding ``body`` as stored."""
     header = bytearray(_second()[:V2_HEADER_SIZE])
-    struct.pack_into(">i", header, 8, V2_HEADER_SIZE - 12 + len(body))
+    struct.pack_into(">i", header, LENGTH_OFFSET, V2_HEADER_SIZE - LOG_OVERHEAD.size + len(body))
     struct.pack_into(">h", header, ATTRIBUTES_OFFSET, int(codec))
-    struct.pack_into(">i", header, 57, count)
+    struct.pack_into(">i", header, RECORDS_COUNT_OFFSET, count)
     return _fix_crc(header + body)
 
 
@@ -58,11 +68,27 @@ CASES: dict[str, tuple[Callable[[], bytes], str]] = {
     "truncated batch": (lambda: _second()[:-4], "runs past the end of the file"),
     "truncated header": (lambda: _second()[:10], "too few for a batch header"),
     "bad crc": (lambda: _patch(_second(), ">I", CRC_OFFSET, 12345, fix_crc=False), "CRC mismatch"),
-    "length past end of file": (lambda: _patch(_second(), ">i", 8, 1 << 20), "runs past the end"),
-    "length below header": (lambda: _patch(_second(), ">i", 8, 20), "less than the 49 bytes"),
-    "unknown magic": (lambda: _patch(_second(), ">b", 16, 7, fix_crc=False), "unknown magic 7"),
+    "length past end of file": (
+        lambda: _patch(_second(), ">i", LENGTH_OFFSET, 1 << 20),
+        "runs past the end",
+    ),
+    "length below header": (
+        lambda: _patch(_second(), ">i", LENGTH_OFFSET, 20),
+        "less than the 49 bytes",
+    ),
+    "unknown magic": (
+        lambda: _patch(_second(), ">b", MAGIC_OFFSET, 7, fix_crc=False),
+        "unknown magic 7",
+    ),
     "unknown codec": (lambda: _patch(_second(), ">h", ATTRIBUTES_OFFSET, 6), "codec id 6"),
-    "count larger than data": (lambda: _patch(_second(), ">i", 57, 1000), "records count 1000"),
+    "count larger than data": (
+        lambda: _patch(_second(), ">i", RECORDS_COUNT_OFFSET, 1000),
+        "records count 1000",
+    ),
+    "negative last offset delta": (
+        lambda: _patch(_second(), ">i", LAST_OFFSET_DELTA_OFFSET, -1),
+        "last offset delta -1",
+    ),
     "trailing bytes": (lambda: _with_payload(_second()[V2_HEADER_SIZE:] + b"\x00", 3), "remain"),
     "bad varint": (lambda: _with_payload(b"\xff" * 12, 1), "longer than 5 bytes"),
     **{

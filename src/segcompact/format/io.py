@@ -5,6 +5,11 @@ a length and ``open()``) or an :class:`OutputDirectory` (``create(name)``), and 
 they are: local files, an object store, bytes in memory. The implementations live in
 :mod:`segcompact.storage`; any object with these methods will do (Python's file objects and
 pyarrow's ``NativeFile`` are streams of this shape).
+
+Two departures from pyiceberg's ``io``, for what the codec does: an :class:`InputStream` has no
+``seek``/``tell``, since the reader goes front to back and a sequential stream (pyarrow's
+``open_input_stream``, an HTTP body) must do; and output goes to a directory rather than to an
+``OutputFile``, since a segment is three files the writer names after its base offset.
 """
 
 from __future__ import annotations

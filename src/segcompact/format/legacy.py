@@ -27,9 +27,16 @@ from segcompact.format.codecs import codec_for, fix_legacy_lz4_header
 from segcompact.format.crc import crc32
 from segcompact.format.record import Record
 
-_PREFIX = struct.Struct(">IbB")  # crc, magic, attributes (after LOG_OVERHEAD)
-_CRC_START = LOG_OVERHEAD.size + 4
-_MIN_SIZE = {0: 4 + 1 + 1 + 4 + 4, 1: 4 + 1 + 1 + 8 + 4 + 4}  # size field's minimum
+# The fixed fields after LOG_OVERHEAD, by magic; the key's and the value's lengths follow.
+_HEADERS = {
+    0: struct.Struct(">IbB"),  # crc, magic, attributes
+    1: struct.Struct(">IbBq"),  # crc, magic, attributes, timestamp
+}
+_PREFIX = _HEADERS[0]  # what every magic starts with
+_LENGTH = struct.Struct(">i")  # a key's or value's length, -1 for null
+_CRC_START = LOG_OVERHEAD.size + struct.calcsize(">I")  # CRC-32 covers magic..end
+# The least a message's size field may say: its fixed fields and two lengths.
+_MIN_SIZE = {magic: header.size + 2 * _LENGTH.size for magic, header in _HEADERS.items()}
 
 
 def min_message_size(magic: int) -> int:
@@ -37,10 +44,10 @@ def min_message_size(magic: int) -> int:
 
 
 def _bytes_field(entry: bytes, pos: int, what: str) -> tuple[bytes | None, int]:
-    if pos + 4 > len(entry):
+    if pos + _LENGTH.size > len(entry):
         raise CorruptBatchError(f"{what} length runs past the message")
-    (n,) = struct.unpack_from(">i", entry, pos)
-    pos += 4
+    (n,) = _LENGTH.unpack_from(entry, pos)
+    pos += _LENGTH.size
     if n == -1:
         return None, pos
     if n < 0 or pos + n > len(entry):
@@ -62,11 +69,10 @@ class _Message:
             raise CorruptBatchError(
                 f"magic {self.magic} message of {len(entry)} bytes is shorter than its header"
             )
-        pos = _CRC_START + 2
-        self.timestamp = NO_TIMESTAMP
-        if self.magic == 1:
-            (self.timestamp,) = struct.unpack_from(">q", entry, pos)
-            pos += 8
+        header = _HEADERS[self.magic]
+        fields = header.unpack_from(entry, LOG_OVERHEAD.size)
+        self.timestamp = fields[3] if self.magic == 1 else NO_TIMESTAMP
+        pos = LOG_OVERHEAD.size + header.size
         self.key, pos = _bytes_field(entry, pos, "key")
         self.value, pos = _bytes_field(entry, pos, "value")
         if pos != len(entry):

@@ -24,6 +24,8 @@ from segcompact.format.io import InputFile, InputStream
 from segcompact.format.legacy import min_message_size, parse_legacy
 
 DEFAULT_MAX_BATCH_BYTES = 256 << 20
+# Bytes read first from every entry: up to and including magic, which says how to read the rest.
+_HEAD_SIZE = MAGIC_OFFSET + 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,10 +92,10 @@ class SegmentReader:
 
     def _read_one(self, f: InputStream, position: int, file_size: int) -> RecordBatch:
         left = file_size - position
-        if left < LOG_OVERHEAD.size + 5:
+        if left < _HEAD_SIZE:
             raise CorruptBatchError(f"{left} trailing bytes are too few for a batch header")
-        head = f.read(LOG_OVERHEAD.size + 5)
-        if len(head) < LOG_OVERHEAD.size + 5:
+        head = f.read(_HEAD_SIZE)
+        if len(head) < _HEAD_SIZE:
             raise CorruptBatchError("the file was truncated while being read")
         base_offset, length = LOG_OVERHEAD.unpack_from(head)
         magic = head[MAGIC_OFFSET]
