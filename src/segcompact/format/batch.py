@@ -62,8 +62,8 @@ def _v2_offset(name: str) -> int:
 
 # The offset and size that lead every entry of a log file, whatever its magic.
 LOG_OVERHEAD = struct.Struct(">" + "".join(code for _, code in _V2_FIELDS[:2]))
-# Magic sits at the same byte in every format: after partitionLeaderEpoch (v2) or crc (v0/v1).
 LENGTH_OFFSET = _v2_offset("length")
+# Magic sits at the same byte in every format: after partitionLeaderEpoch (v2) or crc (v0/v1).
 MAGIC_OFFSET = _v2_offset("magic")
 CRC_OFFSET = _v2_offset("crc")
 ATTRIBUTES_OFFSET = _v2_offset("attributes")  # CRC-32C covers from here to the end
