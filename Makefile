@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: setup demo test lint bench golden clean java
+.PHONY: setup demo test lint bench golden clean java chromium
 
 setup: java $(BIN)/.installed $(DELTA_JARS)
 
@@ -38,10 +38,20 @@ $(KAFKA_JARS): jvm/kafka/pom.xml
 	  -DoutputDirectory=$(abspath .jars/kafka) -DincludeScope=runtime
 	touch $@
 
+# The demo's config gives one topic a deletion SLA, whose ledger needs a secret: a throwaway
+# one for the demo only, unless one is set.
 demo: setup
-	$(BIN)/segcompact demo
+	SEGCOMPACT_LEDGER_SECRET="$${SEGCOMPACT_LEDGER_SECRET:-demo-only-secret-not-for-production}" \
+	  $(BIN)/segcompact demo
 
-test: setup $(KAFKA_JARS)
+# The SLA page's test opens it in a real headless browser. Debian's chromium, not Playwright's
+# own download: that fetches a browser build from outside the package registries.
+chromium:
+	@command -v chromium >/dev/null || { \
+	  sudo=; [ "$$(id -u)" -eq 0 ] || ! command -v sudo >/dev/null || sudo=sudo; \
+	  $$sudo apt-get update -qq && $$sudo apt-get install -y -qq chromium; }
+
+test: setup chromium $(KAFKA_JARS)
 	$(BIN)/ruff check src tests streaming
 	$(BIN)/mypy
 	$(BIN)/pytest $(PYTEST_ARGS)

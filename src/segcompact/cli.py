@@ -131,6 +131,147 @@ def _delete_records(args: argparse.Namespace) -> int:
     return EXIT_DATA if any(o.error for o in outcomes.values()) else 0
 
 
+def _purge(args: argparse.Namespace) -> int:
+    config = _load(args.config)
+    from segcompact.spark.job import Compactor
+    from segcompact.spark.session import get_spark
+
+    report = Compactor(get_spark(), config).purge(force=args.force)
+    if report.opened is not None:
+        print(f"erasure round {report.opened} opened")
+    for tp in report.partitions:
+        print(f"{tp[0]}-{tp[1]}: in an open erasure round")
+    for done in report.completed:
+        print(f"erasure round {done} completed")
+    for why in report.waiting:
+        print(f"waiting: {why}")
+    if report.opened is None and not report.partitions:
+        print("nothing due")
+    return 0
+
+
+def _sla(args: argparse.Namespace) -> int:
+    config = _load(args.config)
+    from segcompact.clock import SystemClock
+    from segcompact.erasure.report import build, text
+    from segcompact.spark.ledger import ledger_rows
+    from segcompact.spark.session import get_spark
+    from segcompact.spark.tables import Tables
+
+    spark = get_spark()
+    tables = Tables.of(config)
+    tables.ensure(spark)
+    deletes, rounds = ledger_rows(spark, tables.ledger)
+    upstream = _upstream(config, {(r["topic"], r["partition"]) for r in (*deletes, *rounds)})
+    report = build(
+        deletes,
+        rounds,
+        lambda t: config.topic(t).gdpr_deletion_sla_ms,
+        SystemClock().now_ms(),
+        upstream,
+    )
+    if args.format == "json":
+        out = json.dumps(report, indent=2)
+    elif args.format == "html":
+        from segcompact.erasure.html import render_html
+
+        out = render_html(report)
+    else:
+        out = text(report)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(out + "\n")
+    else:
+        print(out)
+    return 0
+
+
+def _upstream(config: CompactorConfig, partitions: set[tuple[str, int]]) -> list[dict[str, str]]:
+    """The source copies of the partitions with deletions: not segcompact's to erase."""
+    note = (
+        "source segments are not owned by segcompact: Kafka's retention and compaction (or "
+        "whoever copied them) erase them"
+    )
+    return [
+        {"location": os.path.join(root, f"{t}-{p}"), "note": note}
+        for t, p in sorted(partitions)
+        for root in config.source.paths
+        if os.path.isdir(os.path.join(root, f"{t}-{p}"))
+    ]
+
+
+def _verify_erasure(args: argparse.Namespace) -> int:
+    config = _load(args.config)
+    import base64
+    import binascii
+
+    if args.key_b64 is not None:
+        try:
+            key = base64.b64decode(args.key_b64, validate=True)
+        except binascii.Error:
+            raise UsageError(f"--key-b64 {args.key_b64!r}: not base64") from None
+    else:
+        key = args.key.encode()
+    from segcompact.erasure.keyhash import key_hash, ledger_secret
+    from segcompact.erasure.scan import scan_for_key
+    from segcompact.spark.ledger import key_rows
+    from segcompact.spark.session import get_spark
+    from segcompact.spark.tables import Tables
+
+    secret = ledger_secret()
+    spark = get_spark()
+    tables = Tables.of(config)
+    tables.ensure(spark)
+    for name, table in tables.all().items():
+        if not table.is_path:
+            raise UsageError(
+                f"[state] {name} table {table.name!r} is a catalog name: verify-erasure reads "
+                "the table's files and needs its path"
+            )
+    hashed = key_hash(secret, args.topic, args.partition, key)
+    live, ledger = key_rows(spark, tables, args.topic, args.partition, key, hashed)
+    result = scan_for_key(
+        tables=[t.name for t in tables.all().values()],
+        outputs=[config.output.path],
+        others=[config.stream.checkpoint],
+        sources=list(config.source.paths),
+        topic=args.topic,
+        partition=args.partition,
+        key=key,
+        live_offsets=live,
+    )
+    proof = {
+        "erased": result.erased,
+        "key_hash": hashed,
+        "live_offsets": sorted(live),
+        "found": [_finding(f) for f in result.found],
+        "ledger": ledger,
+        "upstream": [_finding(f) for f in result.upstream],
+        "notes": result.notes,
+    }
+    if args.format == "json":
+        print(json.dumps(proof, indent=2, default=str))
+    else:
+        verdict = "erased" if result.erased else "NOT erased"
+        print(f"{args.topic}-{args.partition} key {hashed[:16]}…: {verdict}")
+        for f in result.found:
+            print(f"  found: {f.kind} {f.location}: {f.detail}")
+        for f in result.upstream:
+            print(f"  upstream (not owned): {f.location}: {f.detail}")
+        for row in ledger:
+            print(
+                f"  ledger: offset {row['offset']} {row['status']}, deadline {row['deadline']}, "
+                f"completed {row['completed_at']}"
+            )
+        for note in result.notes:
+            print(f"  note: {note}")
+    return 0 if result.erased else EXIT_DATA
+
+
+def _finding(f: Any) -> dict[str, Any]:
+    return {"kind": f.kind, "location": f.location, "offset": f.offset, "detail": f.detail}
+
+
 def _table(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "no partitions yet"
@@ -180,6 +321,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", required=True, metavar="F")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=_status)
+
+    p = commands.add_parser("purge", help="run the erasure work that is due (deletion SLA)")
+    p.add_argument("--config", required=True, metavar="F")
+    p.add_argument("--force", action="store_true", help="every pending erasure, due or not")
+    p.set_defaults(func=_purge)
+
+    p = commands.add_parser("sla", help="deletion-SLA report: pending, met and breached erasures")
+    p.add_argument("--config", required=True, metavar="F")
+    p.add_argument("--format", choices=("text", "json", "html"), default="text")
+    p.add_argument("--output", metavar="P", help="write the report here instead of stdout")
+    p.set_defaults(func=_sla)
+
+    p = commands.add_parser("verify-erasure", help="prove one key's old values are gone")
+    p.add_argument("--config", required=True, metavar="F")
+    p.add_argument("--topic", required=True, metavar="T")
+    p.add_argument("--partition", required=True, type=int, metavar="P")
+    key = p.add_mutually_exclusive_group(required=True)
+    key.add_argument("--key", metavar="K", help="the key as UTF-8 text")
+    key.add_argument("--key-b64", metavar="B", help="the key's bytes in base64")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=_verify_erasure)
 
     p = commands.add_parser("demo", help="write sample segments and show what segcompact reads")
     p.add_argument("--config", default="conf/compactor.toml", metavar="F")

@@ -11,7 +11,7 @@ import os
 import random
 import shutil
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from segcompact.config import CompactorConfig, is_table_name, is_uri, load_config
 from segcompact.errors import UsageError
@@ -63,13 +63,16 @@ def reset(config: CompactorConfig) -> Path:
     return root
 
 
-def write_samples(root: Path, *, seed: int = 42) -> int:
-    """Sample partitions in Kafka's log-dir layout under ``root``; return the segment count."""
+def write_samples(root: Path, now_ms: int, *, seed: int = 42) -> int:
+    """Sample partitions in Kafka's log-dir layout under ``root``, written in the minute before
+    ``now_ms``; return the segment count."""
     rnd = random.Random(seed)
     count = 0
     for topic, (codec, txn) in DEMO_TOPICS.items():
         for p in range(PARTITIONS):
-            for seg in generate_partition(rnd, records=600, keys=40, codec=codec, transactions=txn):
+            for seg in generate_partition(
+                rnd, records=600, keys=40, codec=codec, transactions=txn, base_ms=now_ms - 60_000
+            ):
                 seg.write(root / f"{topic}-{p}")
                 count += 1
     return count
@@ -84,8 +87,10 @@ def run_demo(config_path: str, workdir: str | None, *, out: TextIO) -> None:
     config = load_config(config_path)
     if workdir is not None:
         config = config.with_base_dir(Path(workdir).resolve())
+    from segcompact.clock import SystemClock
+
     root = reset(config)
-    count = write_samples(root)
+    count = write_samples(root, SystemClock().now_ms())
     print(f"wrote {count} segments of {len(DEMO_TOPICS)} topics under {root}", file=out)
     spark = get_spark(app_name="segcompact-demo")
     compactor = Compactor(spark, config)
@@ -114,6 +119,22 @@ def run_demo(config_path: str, workdir: str | None, *, out: TextIO) -> None:
             f".index and .timeindex, {size} bytes",
             file=out,
         )
+    _sla_report(compactor, config, out)
     print(f"next: segcompact status --config {config_path}", file=out)
+    print(f"      segcompact sla --config {config_path} --format html --output sla.html", file=out)
     if first_log is not None:
         print(f"      segcompact dump {first_log} --deep-iteration", file=out)
+
+
+def _sla_report(compactor: Any, config: CompactorConfig, out: TextIO) -> None:
+    """The deletion-SLA report of the topics with ``gdpr.deletion.sla.ms``."""
+    from segcompact.erasure.report import build, text
+    from segcompact.spark.ledger import ledger_rows
+
+    deletes, rounds = ledger_rows(compactor.spark, compactor.tables.ledger)
+    report = build(
+        deletes, rounds, lambda t: config.topic(t).gdpr_deletion_sla_ms, compactor.clock.now_ms()
+    )
+    print("deletion SLA (gdpr.deletion.sla.ms):", file=out)
+    for line in text(report).splitlines():
+        print(f"  {line}", file=out)

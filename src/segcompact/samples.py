@@ -45,11 +45,12 @@ def generate_partition(
     transactions: bool = False,
     codec: Compression = Compression.NONE,
     ordered_timestamps: bool = False,
+    base_ms: int = 1_000_000,
 ) -> list[SampleSegment]:
     """A partition's log as segments, offsets dense from 0 (markers take offsets too).
 
-    Record timestamps are out of order, within 50 s from 1,000,000 ms; ``ordered_timestamps``
-    makes them 1,000,000 ms + 100 ms per offset instead, as a log that is appended to over time.
+    Record timestamps are out of order, within 50 s from ``base_ms``; ``ordered_timestamps``
+    makes them ``base_ms`` + 100 ms per offset instead, as a log that is appended to over time.
     """
     segments: list[SampleSegment] = []
     offset = 0
@@ -78,7 +79,7 @@ def generate_partition(
             next_pid += 1
         batch = []
         for _ in range(per_batch):
-            batch.append(_record(rnd, offset, keys, ordered_timestamps))
+            batch.append(_record(rnd, offset, keys, ordered_timestamps, base_ms))
             offset += 1
         seg.batches.append(
             build_batch(
@@ -93,7 +94,9 @@ def generate_partition(
     return segments
 
 
-def _record(rnd: random.Random, offset: int, keys: int, ordered_timestamps: bool) -> Record:
+def _record(
+    rnd: random.Random, offset: int, keys: int, ordered_timestamps: bool, base_ms: int
+) -> Record:
     key = None if rnd.random() < 0.03 else b"key-%d" % rnd.randrange(keys)
     value = None if rnd.random() < 0.15 else b"value-%d" % offset
     headers: list[tuple[str, bytes | None]] = []
@@ -107,5 +110,5 @@ def _record(rnd: random.Random, offset: int, keys: int, ordered_timestamps: bool
     if rnd.random() < 0.2:
         headers.append(("trace", None))
     # Out of order on purpose, unless asked for a log appended to over time.
-    ts = 1_000_000 + (100 * offset if ordered_timestamps else rnd.randrange(0, 50_000))
+    ts = base_ms + (100 * offset if ordered_timestamps else rnd.randrange(0, 50_000))
     return Record(offset, ts, key, value, tuple(headers), 1 if rnd.random() < 0.1 else 0)

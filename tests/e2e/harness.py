@@ -135,12 +135,15 @@ def cli_env(spark_conf_dir: Path | None = None) -> dict[str, str]:
 
 
 def run_cli(
-    *args: str | os.PathLike[str], cwd: Path, spark_conf_dir: Path | None = None
+    *args: str | os.PathLike[str],
+    cwd: Path,
+    spark_conf_dir: Path | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*CLI, *map(str, args)],
         cwd=cwd,
-        env=cli_env(spark_conf_dir),
+        env={**cli_env(spark_conf_dir), **(env or {})},
         capture_output=True,
         text=True,
         timeout=RUN_TIMEOUT_S,

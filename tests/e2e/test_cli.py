@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 
 from segcompact.compaction.model import ReferenceModel
 from segcompact.config import CompactorConfig, load_config
+from segcompact.erasure.keyhash import SECRET_VARIABLE
 from segcompact.format.segment import SegmentReader
 from segcompact.storage import LocalInputFile
 from tests.e2e.harness import (
@@ -230,8 +231,12 @@ def test_demo_ends_with_materialised_segments_and_says_where(
         tmp_path,
         cwd=tmp_path,
         spark_conf_dir=spark_conf_dir,
+        env={SECRET_VARIABLE: "the demo test's secret"},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # The SLA report of "sessions": both partitions have deletes, none breached yet.
+    report = proc.stdout[proc.stdout.index("deletion SLA") :]
+    assert "sessions-0" in report and "sessions-1" in report and "breaches:" not in report
     compacted = tmp_path / "data" / "compacted"
     partitions = sorted(p for p in compacted.iterdir() if not p.name.startswith("."))
     assert len(partitions) == 10  # the five topics of conf/compactor.toml, two partitions each

@@ -15,7 +15,9 @@ pytestmark = pytest.mark.spark
 
 
 def test_every_table_is_created_once_and_reopened(spark: SparkSession, tmp_path: Path) -> None:
-    tables = Tables.at(*(str(tmp_path / n) for n in ("state", "parts", "pending", "young")))
+    tables = Tables.at(
+        *(str(tmp_path / n) for n in ("state", "parts", "pending", "young", "ledger"))
+    )
     tables.ensure(spark)
     tables.ensure(spark)  # again: the same tables, no error
     for t in (tables.state, tables.partitions, tables.pending, tables.young):

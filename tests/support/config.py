@@ -16,6 +16,7 @@ def write_config(
     *,
     rolled_only: bool = True,
     stream: Mapping[str, object] | None = None,
+    state: Mapping[str, object] | None = None,
     defaults: Mapping[str, object] | None = None,
     topics: Mapping[str, Mapping[str, object]] | None = None,
 ) -> Path:
@@ -27,7 +28,12 @@ def write_config(
         f"paths = [{roots}]",
         f"rolled_only = {str(rolled_only).lower()}",
         "[state]",
-        *(f"{f.name} = {json.dumps(str(work / f.name))}" for f in dataclasses.fields(StateConfig)),
+        *(
+            f"{f.name} = {json.dumps(str(work / f.name))}"
+            for f in dataclasses.fields(StateConfig)
+            if f.name.endswith("table")
+        ),
+        *(f"{key} = {json.dumps(value)}" for key, value in (state or {}).items()),
         "[output]",
         f"path = {json.dumps(str(work / 'out'))}",
         "[stream]",

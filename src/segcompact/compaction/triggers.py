@@ -21,6 +21,7 @@ class Reason(enum.StrEnum):
     HORIZON = "tombstone horizon passed"
     LOG_START = "log start offset moved"
     FORCED = "forced"
+    DELETION_SLA = "deletion SLA"  # an erasure round: superseded values leave the output
 
 
 @dataclass(frozen=True, slots=True)

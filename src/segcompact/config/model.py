@@ -95,10 +95,34 @@ class StateConfig:
     """``[state]``: Delta tables, each a path or (on Databricks) a catalog table name."""
 
     table: str = "data/state"
-    partitions_table: str = "data/partitions"
-    pending_table: str = "data/pending_txn"  # records of transactions still undecided
-    young_table: str = "data/young"  # records younger than min.compaction.lag.ms, kept raw
-    ledger_table: str = "data/deletion_ledger"  # deletion ledger for the GDPR SLA
+    # The others default to a sibling of the state table ("" until resolved): two jobs with
+    # different state tables never share one by accident.
+    partitions_table: str = ""
+    pending_table: str = ""  # records of transactions still undecided
+    young_table: str = ""  # records younger than min.compaction.lag.ms, kept raw
+    ledger_table: str = ""  # deletion ledger for the GDPR SLA
+    # delta.deletedFileRetentionDuration of every table; None: derived from the smallest SLA.
+    deleted_file_retention_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        for name, suffix in _SIBLINGS.items():
+            if not getattr(self, name):
+                object.__setattr__(self, name, sibling(self.table, suffix))
+
+
+# The tables a config may leave unnamed, and the suffix their default adds to the state table's.
+_SIBLINGS = {
+    "partitions_table": "partitions",
+    "pending_table": "pending_txn",
+    "young_table": "young",
+    "ledger_table": "deletion_ledger",
+}
+
+
+def sibling(table: str, suffix: str) -> str:
+    """The table beside ``table`` (a path, URI or catalog name) named with ``suffix``:
+    ``data/state`` → ``data/state_young``, ``main.db.state`` → ``main.db.state_young``."""
+    return f"{table.rstrip('/')}_{suffix}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +176,8 @@ class CompactorConfig:
         return dataclasses.replace(
             self,
             source=dataclasses.replace(self.source, paths=tuple(map(loc, self.source.paths))),
-            state=StateConfig(
+            state=dataclasses.replace(
+                self.state,
                 table=loc(self.state.table, table=True),
                 partitions_table=loc(self.state.partitions_table, table=True),
                 pending_table=loc(self.state.pending_table, table=True),

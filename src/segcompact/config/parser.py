@@ -29,7 +29,8 @@ from segcompact.config.keys import (
 from segcompact.config.locations import Place, overlap
 from segcompact.config.messages import Shown, one_line, show, show_key, suggest
 from segcompact.config.model import CompactionStrategy, CompactorConfig, TopicConfig
-from segcompact.config.values import MISSING, Invalid
+from segcompact.config.values import MISSING, Invalid, interval_ms
+from segcompact.erasure.schedule import unreachable
 from segcompact.errors import ConfigError
 
 
@@ -125,6 +126,9 @@ class _Parser:
             topics=topics,
         )
         self.check_locations(config, found)
+        problem = unreachable(config, interval_ms(config.stream.trigger_interval))
+        if problem is not None:
+            raise ConfigError(one_line(f"{self.source}: {problem}"))
         return config
 
     def section(

@@ -159,3 +159,20 @@ def interval(value: object) -> str:
     raise Invalid(
         f'expected a Spark interval "<n> <unit>" such as "10 seconds", unit one of {units}'
     )
+
+
+_UNIT_MS = {
+    "microsecond": 0.001,
+    "millisecond": 1,
+    "second": 1000,
+    "minute": 60_000,
+    "hour": 3_600_000,
+    "day": 86_400_000,
+    "week": 604_800_000,
+}
+
+
+def interval_ms(value: str) -> int:
+    """A checked :func:`interval` in milliseconds ("1 minute 30 seconds" → 90000)."""
+    pairs = re.findall(r"([0-9]+)\s+([A-Za-z]+)", value)
+    return int(sum(int(n) * _UNIT_MS[unit.lower().removesuffix("s")] for n, unit in pairs))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import threading
 import time
@@ -19,7 +20,10 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from segcompact.clock import Clock, SystemClock
 from segcompact.config import CompactorConfig
+from segcompact.erasure.keyhash import ledger_secret
+from segcompact.erasure.schedule import smallest_sla_ms
 from segcompact.errors import SegcompactError
+from segcompact.spark.erasure import Eraser, RoundReport
 from segcompact.spark.materialize import Materializer
 from segcompact.spark.merge import BatchMerger
 from segcompact.spark.source import NAME, register
@@ -35,15 +39,23 @@ class Compactor:
     """The compactor on one session: its streaming query and the upkeep between batches."""
 
     def __init__(
-        self, spark: SparkSession, config: CompactorConfig, clock: Clock | None = None
+        self,
+        spark: SparkSession,
+        config: CompactorConfig,
+        clock: Clock | None = None,
+        *,
+        remove_tree: Callable[[str], None] = shutil.rmtree,
     ) -> None:
         self.spark = spark
         self.config = config
         self.clock = clock or SystemClock()
+        # Checked before anything starts: a topic with an SLA needs the ledger's secret.
+        secret = ledger_secret() if smallest_sla_ms(config) is not None else None
         self.tables = Tables.of(config)
         self.tables.ensure(spark)
-        self.merger = BatchMerger(spark, self.tables, config, self.clock)
-        self.materializer = Materializer(spark, config, self.tables, self.clock)
+        self.merger = BatchMerger(spark, self.tables, config, self.clock, secret=secret)
+        self.materializer = Materializer(spark, config, self.tables, self.clock, remove_tree)
+        self.eraser = Eraser(spark, config, self.tables, self.materializer, self.clock)
         # One writer at a time: a batch and the upkeep timer run on different threads, and
         # Delta's idempotent-write ids are session settings every thread would pick up.
         self._writing = threading.Lock()
@@ -106,13 +118,18 @@ class Compactor:
                 self._may_start -= 1
             self._in_batch = True
 
-    def upkeep(self) -> None:
+    def upkeep(self) -> RoundReport:
         """What is due without input: aged young records are compacted, expired tombstones
-        leave the state, and partitions whose triggers fire (max lag, a passed horizon, a moved
-        log start) are re-materialised."""
+        leave the state, partitions whose triggers fire (max lag, a passed horizon, a moved
+        log start) are re-materialised, and erasure rounds whose deadlines near are run."""
+        return self.purge()
+
+    def purge(self, *, force: bool = False) -> RoundReport:
+        """The upkeep, with every pending erasure taken now when ``force``."""
         with self._writing:
             self.merger.settle(self.clock.now_ms())
             self.materializer.run()
+            return self.eraser.run(force=force)
 
     def run_once(self, on_batch: Callable[[int], None] | None = None) -> None:
         """Process everything available, then the upkeep that is due; return when done."""

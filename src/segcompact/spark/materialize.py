@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,11 +165,12 @@ def _first_dirty(raw_timestamps: list[int], plan: Plan) -> int | None:
     return min(young or raw_timestamps, default=None)
 
 
-def publish(output: str, plan: Plan) -> None:
-    """Make ``plan``'s staged version the partition's current one, then drop older versions."""
+def publish(output: str, plan: Plan, remove_tree: Callable[[str], None]) -> list[str]:
+    """Make ``plan``'s staged version the partition's current one, then remove older versions;
+    what could not be removed (:func:`superseded_versions`)."""
     final = version_dir(output, plan.topic, plan.partition, plan.version)
     if os.path.exists(final):
-        shutil.rmtree(final)
+        remove_tree(final)
     os.rename(plan.staging, final)
     link = partition_dir(output, plan.topic, plan.partition)
     tmp_link = link + ".publishing"
@@ -177,25 +178,66 @@ def publish(output: str, plan: Plan) -> None:
         os.remove(tmp_link)
     os.symlink(os.path.relpath(final, output), tmp_link)
     os.replace(tmp_link, link)
-    versions = os.path.dirname(final)
-    for name in os.listdir(versions):
-        if name != os.path.basename(final):
-            shutil.rmtree(os.path.join(versions, name), ignore_errors=True)
+    return superseded_versions(output, plan.topic, plan.partition, plan.version, remove_tree)
+
+
+def superseded_versions(
+    output: str,
+    topic: str,
+    partition: int,
+    keep: int | None,
+    remove_tree: Callable[[str], None],
+    attempts: int = 3,
+) -> list[str]:
+    """Remove every version of the partition but ``keep`` (superseded ones, staged ones of a
+    crashed attempt) and check that they are gone; each one still there, with why."""
+    versions = os.path.join(output, VERSIONS, f"{topic}-{partition}")
+    keep_name = None if keep is None else f"v{keep}"
+    left: dict[str, str] = {}
+    for _ in range(attempts):
+        if not os.path.isdir(versions):
+            return []
+        left = {}
+        for name in sorted(os.listdir(versions)):
+            if name == keep_name:
+                continue
+            path = os.path.join(versions, name)
+            try:
+                remove_tree(path)
+            except OSError as e:
+                left[path] = e.strerror or str(e)
+            if os.path.lexists(path) and path not in left:
+                left[path] = "still there after removal"
+        if not left:
+            return []
+    return [f"{path}: {why}" for path, why in sorted(left.items())]
 
 
 class Materializer:
     def __init__(
-        self, spark: SparkSession, config: CompactorConfig, tables: Tables, clock: Clock
+        self,
+        spark: SparkSession,
+        config: CompactorConfig,
+        tables: Tables,
+        clock: Clock,
+        remove_tree: Callable[[str], None] = shutil.rmtree,
     ) -> None:
         self.spark = spark
         self.config = config
         self.tables = tables
         self.clock = clock
+        self.remove_tree = remove_tree
 
     def plans(
-        self, *, topic: str | None = None, partition: int | None = None, force: bool = False
+        self,
+        *,
+        topic: str | None = None,
+        partition: int | None = None,
+        force: bool = False,
+        erase: Collection[tuple[str, int]] = (),
     ) -> list[Plan]:
-        """The partitions due now (or all selected ones with ``force``), healthy ones only."""
+        """The partitions due now (or all selected ones with ``force``, and those an erasure
+        round needs re-materialised, ``erase``), healthy ones only."""
         now = self.clock.now_ms()
         parts = self.tables.partitions.read(self.spark)
         if topic is not None:
@@ -210,6 +252,8 @@ class Materializer:
             reasons = [str(x) for x in decision(r, self.config, now).reasons]
             if force:
                 reasons.append(str(Reason.FORCED))
+            if (r.topic, r.partition) in erase:
+                reasons.append(str(Reason.DELETION_SLA))
             if not reasons:
                 continue
             version = (r.materialized_version or 0) + 1
@@ -233,10 +277,15 @@ class Materializer:
         return plans
 
     def run(
-        self, *, topic: str | None = None, partition: int | None = None, force: bool = False
+        self,
+        *,
+        topic: str | None = None,
+        partition: int | None = None,
+        force: bool = False,
+        erase: Collection[tuple[str, int]] = (),
     ) -> list[dict[str, Any]]:
         """Materialise what is due; one result dict per partition written."""
-        plans = self.plans(topic=topic, partition=partition, force=force)
+        plans = self.plans(topic=topic, partition=partition, force=force, erase=erase)
         if not plans:
             return []
         by_tp = {(p.topic, p.partition): p for p in plans}
@@ -262,8 +311,16 @@ class Materializer:
         now = self.clock.now_ms()
         out = []
         for key, plan in by_tp.items():
-            publish(self.config.output.path, plan)
-            out.append({**results[key], "version": plan.version, "reasons": list(plan.reasons)})
+            # Versions left behind are retried by the erasure round that needs them gone.
+            left = publish(self.config.output.path, plan, self.remove_tree)
+            out.append(
+                {
+                    **results[key],
+                    "version": plan.version,
+                    "reasons": list(plan.reasons),
+                    "left_behind": left,
+                }
+            )
         self._record(out, now)
         return out
 

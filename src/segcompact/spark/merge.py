@@ -26,9 +26,13 @@ from pyspark.sql import functions as F
 
 from segcompact.clock import Clock
 from segcompact.config import LONG_MAX, CompactorConfig, TopicConfig
+from segcompact.erasure.keyhash import SECRET_VARIABLE
+from segcompact.errors import ConfigError
+from segcompact.spark.ledger import record_deletes, sla_topics
 from segcompact.spark.partitions import (
     add_committed_counts,
     batch_stats,
+    mark_erasure,
     merge_batch_stats,
     partial_sums,
 )
@@ -70,12 +74,14 @@ class BatchMerger:
         clock: Clock,
         *,
         app_id: str = "segcompact",
+        secret: bytes | None = None,
     ) -> None:
         self.spark = spark
         self.tables = tables
         self.config = config
         self.clock = clock
         self.app_id = app_id
+        self.secret = secret  # the ledger's, for topics with gdpr.deletion.sla.ms
         self._young_may_hold: bool | None = None  # None: not looked yet
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
@@ -115,7 +121,7 @@ class BatchMerger:
                 if committed is not None:
                     winners = winners.unionByName(committed.where(F.col("topic").isin(direct)))
                 with idempotent_writes(self.spark, f"{self.app_id}-state", batch_id):
-                    self._merge_state(winners, topics, now)
+                    self._merge_state(winners, topics, now, seen=True)
             if held:
                 young = self._classify(
                     self._above_log_start(
@@ -134,7 +140,7 @@ class BatchMerger:
                 self.tables.young.append(young, app_id=f"{self.app_id}-young", version=batch_id)
                 self._young_may_hold = True
             with idempotent_writes(self.spark, f"{self.app_id}-partitions", batch_id):
-                self._merge_partitions(stats, now)
+                self._merge_partitions(stats, now, sorted(sla_topics(topics).keys() & direct))
             if txn is not None:
                 self.tables.pending.overwrite(
                     txn.pending, app_id=f"{self.app_id}-pending", version=batch_id
@@ -153,8 +159,8 @@ class BatchMerger:
     def _read_committed(self, records: DataFrame) -> Transactions:
         return read_committed(self.spark, self.tables.pending, records, _CANDIDATE_COLUMNS)
 
-    def _merge_partitions(self, stats: list[dict[str, Any]], now: int) -> None:
-        merge_batch_stats(self.spark, self.tables.partitions, stats, now)
+    def _merge_partitions(self, stats: list[dict[str, Any]], now: int, erased: list[str]) -> None:
+        merge_batch_stats(self.spark, self.tables.partitions, stats, now, erased)
 
     def _log_starts(self) -> DataFrame:
         return self.tables.partitions.read(self.spark).select(
@@ -228,7 +234,17 @@ class BatchMerger:
         )
         if ripe.isEmpty():
             return
-        self._merge_state(ripe, topics, now_ms)
+        self._merge_state(ripe, topics, now_ms, seen=False)
+        erased = sorted(sla_topics(topics))
+        if erased:
+            mark_erasure(
+                self.spark,
+                self.tables.partitions,
+                ripe.where(F.col("topic").isin(erased))
+                .groupBy("topic", "partition")
+                .agg(F.min("timestamp").alias("appended_at")),
+                now_ms,
+            )
         (
             self.tables.young.delta(self.spark)
             .alias("t")
@@ -272,9 +288,12 @@ class BatchMerger:
             )
         )
 
-    def _merge_state(self, records: DataFrame, topics: Mapping[str, TopicConfig], now: int) -> None:
+    def _merge_state(
+        self, records: DataFrame, topics: Mapping[str, TopicConfig], now: int, *, seen: bool
+    ) -> None:
         """Merge keyed, classified records into the state: per key, the winner under its
-        topic's strategy, if it beats the state's row."""
+        topic's strategy, if it beats the state's row. The tombstones of topics with a deletion
+        SLA get a ledger row each (``seen``: read in this batch, not graduated)."""
         topic = F.col("topic")
         ranked = records.withColumn("rank", rank_by_topic(topic, topics))
         fields = [F.col(c) for c in ranked.columns if c not in ("topic", "partition", "key")]
@@ -314,4 +333,23 @@ class BatchMerger:
             .whenMatchedUpdate(condition=F.col("s.rank") > target_rank, set=values)
             .whenNotMatchedInsert(values=values)
             .execute()
+        )
+        erased = sla_topics(topics)
+        if not erased:
+            return
+        tombstones = source.where(F.col("tombstone") & F.col("topic").isin(sorted(erased)))
+        if tombstones.isEmpty():
+            return
+        if self.secret is None:
+            raise ConfigError(f"{SECRET_VARIABLE} is needed for gdpr.deletion.sla.ms")
+        version = self.tables.state.delta(self.spark).history(1).select("version").first()
+        record_deletes(
+            self.spark,
+            self.tables.ledger,
+            tombstones,
+            erased,
+            self.secret,
+            state_version=0 if version is None else int(version[0]),
+            now=now,
+            seen=seen,
         )

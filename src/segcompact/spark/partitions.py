@@ -10,6 +10,7 @@ so what status calls due is what ``materialize`` writes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -89,11 +90,21 @@ def add_committed_counts(stats: list[dict[str, Any]], committed: DataFrame) -> N
 
 
 def merge_batch_stats(
-    spark: SparkSession, table: Table, stats: list[dict[str, Any]], now: int
+    spark: SparkSession,
+    table: Table,
+    stats: list[dict[str, Any]],
+    now: int,
+    erased: Sequence[str] = (),
 ) -> None:
-    """Add one batch's numbers to the partitions table (new partitions start at log start 0)."""
+    """Add one batch's numbers to the partitions table (new partitions start at log start 0).
+    For the topics in ``erased`` (with a deletion SLA, merged straight into the state), the
+    batch's records start the erasure clock (``erasure_from``)."""
     source = spark.createDataFrame(
         [tuple(r[name] for name in _STATS_COLUMNS) for r in stats], _STATS_DDL
+    )
+    appended = F.when(
+        F.col("s.topic").isin(list(erased)),
+        F.least(F.col("s.first_dirty_timestamp"), timestamp(now)),
     )
 
     def t(name: str) -> Column:
@@ -119,6 +130,7 @@ def merge_batch_stats(
                 "uncleanable_reason": F.coalesce(t("uncleanable_reason"), s("uncleanable_reason")),
                 "compression": F.coalesce(s("compression"), t("compression")),
                 "updated_at": timestamp(now),
+                "erasure_from": F.least(t("erasure_from"), appended),
             }
         )
         .whenNotMatchedInsert(
@@ -132,6 +144,25 @@ def merge_batch_stats(
                 "materialized_log_start": never.cast("long"),
                 "output_next_horizon": never.cast("timestamp"),
                 "updated_at": timestamp(now),
+                "erasure_from": appended,
+            }
+        )
+        .execute()
+    )
+
+
+def mark_erasure(spark: SparkSession, table: Table, appended: DataFrame, now: int) -> None:
+    """Start the erasure clock of partitions whose records were just merged into the state
+    (``appended``: topic, partition, appended_at, the earliest record timestamp)."""
+    (
+        table.delta(spark)
+        .alias("t")
+        .merge(appended.alias("s"), "t.topic = s.topic AND t.partition = s.partition")
+        .whenMatchedUpdate(
+            set={
+                "erasure_from": F.least(
+                    F.col("t.erasure_from"), F.col("s.appended_at"), timestamp(now)
+                )
             }
         )
         .execute()

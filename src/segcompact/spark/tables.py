@@ -6,9 +6,9 @@ and other catalogs, by a catalog name such as ``main.segcompact.state``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from segcompact.config import CompactorConfig, is_table_name
+from segcompact.erasure.schedule import EXPIRED, STAGES, retention_ms
 from segcompact.errors import ConfigError
 
 HEADERS = T.ArrayType(
@@ -71,6 +72,9 @@ PARTITIONS_SCHEMA = T.StructType(
         _field("output_next_horizon", T.TimestampType(), True),
         _field("uncleanable_reason", T.StringType(), True),
         _field("updated_at", T.TimestampType()),
+        # Earliest append time of a record merged into the state since the last erasure round
+        # took the partition (topics with gdpr.deletion.sla.ms only): the deletion SLA's clock.
+        _field("erasure_from", T.TimestampType(), True),
     ]
 )
 
@@ -95,6 +99,36 @@ PENDING_SCHEMA = T.StructType(
         _field("attributes", T.ByteType()),
         _field("delete_horizon", T.TimestampType(), True),
         _field("segment_base", T.LongType()),
+    ]
+)
+
+
+_STAGE_TIMES = [_field(f"{name}_at", T.TimestampType(), True) for name in (*STAGES, EXPIRED)]
+
+# The deletion ledger: one row per delete (tombstone) of a topic with gdpr.deletion.sla.ms, and
+# per erasure round one row per partition it erased (every value superseded before it began).
+# Keys appear only as HMAC-SHA-256 hashes (segcompact.erasure.keyhash).
+LEDGER_SCHEMA = T.StructType(
+    [
+        _field("kind", T.StringType()),  # "delete" | "round"
+        *_PARTITION,
+        _field("key_hash", T.StringType(), True),
+        _field("offset", T.LongType(), True),  # the tombstone's
+        _field("appended_at", T.TimestampType()),  # A: the SLA's clock starts here
+        _field("deadline", T.TimestampType()),
+        _field("horizon", T.TimestampType(), True),  # when the tombstone itself expires
+        _field("round", T.LongType(), True),  # the round that erased the older values
+        _field("expiry_round", T.LongType(), True),  # the round that erased the expired key
+        *_STAGE_TIMES,
+        _field("state_version", T.LongType(), True),  # the state commit that merged it
+        # A round's target: per table, the version every older value is erased up to.
+        _field("table_versions", T.MapType(T.StringType(), T.LongType()), True),
+        _field("output_version", T.LongType(), True),  # the re-materialised output version
+        _field("completed_at", T.TimestampType(), True),
+        _field("status", T.StringType()),  # pending | met | breached
+        _field("breach_stage", T.StringType(), True),
+        _field("error", T.StringType(), True),  # why a stage could not be done, if it failed
+        _field("updated_at", T.TimestampType()),
     ]
 )
 
@@ -128,9 +162,12 @@ class Table:
     def is_path(self) -> bool:
         return not is_table_name(self.name)
 
-    def ensure(self, spark: SparkSession) -> DeltaTable:
-        """The table, created empty with its schema if it does not exist yet; an existing table
-        must have the schema's columns and types."""
+    def ensure(
+        self, spark: SparkSession, properties: Mapping[str, str] | None = None
+    ) -> DeltaTable:
+        """The table, created empty with its schema if it does not exist yet, with
+        ``properties`` set. An existing table must have the schema's columns and types; nullable
+        columns added by a later segcompact are added to it."""
         builder = DeltaTable.createIfNotExists(spark).addColumns(self.schema)
         if self.is_path:
             builder = builder.location(qualify(spark, self.name))
@@ -138,6 +175,12 @@ class Table:
             builder = builder.tableName(self.name)
         table = builder.execute()
         have = {f.name: f.dataType for f in table.toDF().schema}
+        added = [f for f in self.schema if f.name not in have and f.nullable]
+        if added:
+            columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in added)
+            spark.sql(f"ALTER TABLE {self.sql_name(spark)} ADD COLUMNS ({columns})")
+            table = self.delta(spark)
+            have.update({f.name: f.dataType for f in added})
         wrong = [
             f"{f.name} {f.dataType.simpleString()}"
             for f in self.schema
@@ -149,7 +192,29 @@ class Table:
                 f"{', '.join(wrong)} (written by another version or program?); "
                 "point the config at a new location"
             )
+        if properties:
+            self._set_properties(spark, properties)
         return table
+
+    def _set_properties(self, spark: SparkSession, properties: Mapping[str, str]) -> None:
+        current = self.properties(spark)
+        if current.get("delta.appendOnly", "false").lower() == "true":
+            raise ConfigError(
+                f"{self.name}: table property delta.appendOnly = true keeps every value forever, "
+                "so gdpr.deletion.sla.ms cannot be met; unset it or use another table"
+            )
+        changed = {k: v for k, v in properties.items() if current.get(k) != v}
+        if changed:
+            pairs = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(changed.items()))
+            spark.sql(f"ALTER TABLE {self.sql_name(spark)} SET TBLPROPERTIES ({pairs})")
+
+    def properties(self, spark: SparkSession) -> dict[str, str]:
+        detail = self.delta(spark).detail().select("properties").first()
+        return dict(detail[0] or {}) if detail is not None else {}
+
+    def sql_name(self, spark: SparkSession) -> str:
+        """How SQL names the table: ``delta.`<path>``` or its catalog name."""
+        return f"delta.`{qualify(spark, self.name)}`" if self.is_path else self.name
 
     def delta(self, spark: SparkSession) -> DeltaTable:
         if self.is_path:
@@ -188,26 +253,76 @@ class Tables:
     partitions: Table
     pending: Table
     young: Table
+    ledger: Table
+    # Table properties every table gets (the deletion SLA's retention).
+    properties: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @classmethod
-    def at(cls, state: str, partitions: str, pending: str, young: str) -> Tables:
+    def at(
+        cls,
+        state: str,
+        partitions: str,
+        pending: str,
+        young: str,
+        ledger: str,
+        properties: Mapping[str, str] | None = None,
+    ) -> Tables:
         return cls(
             Table(state, STATE_SCHEMA),
             Table(partitions, PARTITIONS_SCHEMA),
             Table(pending, PENDING_SCHEMA),
             Table(young, YOUNG_SCHEMA),
+            Table(ledger, LEDGER_SCHEMA),
+            dict(properties or {}),
         )
 
     @classmethod
     def of(cls, config: CompactorConfig) -> Tables:
-        """The tables ``config``'s ``[state]`` names."""
+        """The tables ``config``'s ``[state]`` names, with the properties its SLA needs."""
         s = config.state
-        return cls.at(s.table, s.partitions_table, s.pending_table, s.young_table)
+        return cls.at(
+            s.table,
+            s.partitions_table,
+            s.pending_table,
+            s.young_table,
+            s.ledger_table,
+            retention_properties(retention_ms(config)),
+        )
+
+    def all(self) -> dict[str, Table]:
+        """Every table by its role, in the order they are written."""
+        return {
+            "state": self.state,
+            "young": self.young,
+            "partitions": self.partitions,
+            "pending": self.pending,
+            "ledger": self.ledger,
+        }
 
     def ensure(self, spark: SparkSession) -> None:
-        """Create the missing ones; refuse any without segcompact's columns."""
-        for t in (self.state, self.partitions, self.pending, self.young):
-            t.ensure(spark)
+        """Create the missing ones and set their properties; refuse any without segcompact's
+        columns."""
+        for t in self.all().values():
+            t.ensure(spark, self.properties)
+
+
+def retention_properties(retention: int | None) -> dict[str, str]:
+    """Delta's retention properties for a retention of removed files (None: Delta's defaults).
+
+    VACUUM removes a file once it has been out of the snapshot this long, with Delta's safety
+    check on. The log keeps no values (segcompact never puts one in a predicate), so its
+    retention only has to be no shorter: Delta's 30 days unless the files' is longer.
+    """
+    if retention is None:
+        return {}
+    log = max(retention, LOG_RETENTION_MS)
+    return {
+        "delta.deletedFileRetentionDuration": f"interval {retention} milliseconds",
+        "delta.logRetentionDuration": f"interval {log} milliseconds",
+    }
+
+
+LOG_RETENTION_MS = 30 * 86_400_000
 
 
 @contextmanager

@@ -1,0 +1,189 @@
+"""The deletion-SLA report: ledger rows in, per-partition figures and every row out. Pure.
+
+``segcompact sla --format json`` prints :func:`build`'s object; ``--format text`` prints
+:func:`text`; ``--format html`` renders it with :mod:`segcompact.erasure.html`. Rows come as
+dicts with times in epoch milliseconds (``spark.ledger.read_rows``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from segcompact.erasure.schedule import (
+    EXPIRED,
+    ROUND_STAGES,
+    STAGES,
+    Status,
+    outcome,
+    percentile,
+)
+
+Row = Mapping[str, Any]
+
+
+def iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+
+
+def _judged(row: Row, required: Sequence[str], now: int) -> tuple[str, str | None, int | None]:
+    """The row's status now: a pending row past its deadline is a breach already."""
+    stages = {s: row.get(f"{s}_at") for s in required}
+    result = outcome(stages, required, row["deadline"], now)
+    return result.status, result.breach_stage, result.completed_ms
+
+
+def _delete(row: Row, now: int) -> dict[str, Any]:
+    status, stage, completed = _judged(row, STAGES[1:], now)
+    return {
+        "topic": row["topic"],
+        "partition": row["partition"],
+        "key_hash": row["key_hash"],
+        "offset": row["offset"],
+        "appended_at": iso(row["appended_at"]),
+        "deadline": iso(row["deadline"]),
+        "completed_at": iso(completed),
+        "status": status,
+        "breach_stage": stage,
+        "stages": {s: iso(row.get(f"{s}_at")) for s in (*STAGES, EXPIRED)},
+        "error": row.get("error"),
+    }
+
+
+def _round(row: Row, now: int) -> dict[str, Any]:
+    status, stage, completed = _judged(row, ROUND_STAGES, now)
+    return {
+        "topic": row["topic"],
+        "partition": row["partition"],
+        "round": row["round"],
+        "appended_from": iso(row["appended_at"]),
+        "deadline": iso(row["deadline"]),
+        "completed_at": iso(completed),
+        "status": status,
+        "breach_stage": stage,
+        "stages": {s: iso(row.get(f"{s}_at")) for s in ROUND_STAGES},
+        "output_version": row.get("output_version"),
+        "error": row.get("error"),
+    }
+
+
+def _durations(row: Row, stages: Sequence[str]) -> dict[str, int]:
+    """Each stage's time after the one before it (the first after the append)."""
+    out = {}
+    previous = row["appended_at"]
+    for s in stages:
+        at = row.get(f"{s}_at")
+        if at is None:
+            continue
+        out[s] = max(0, at - previous)
+        previous = at
+    return out
+
+
+def build(
+    deletes: Sequence[Row],
+    rounds: Sequence[Row],
+    sla_of: Callable[[str], int | None],
+    now: int,
+    upstream: Sequence[Mapping[str, str]] = (),
+) -> dict[str, Any]:
+    """The report: per partition figures, every delete and round row, the upstream copies."""
+    by_tp: dict[tuple[str, int], dict[str, Any]] = {}
+    waits: dict[tuple[str, int], list[int]] = defaultdict(list)
+    spans: dict[tuple[str, int], list[dict[str, int]]] = defaultdict(list)
+    deletions = [_delete(r, now) for r in deletes]
+    overwrites = [_round(r, now) for r in rounds]
+    for raw, shown, stages in [
+        *((r, d, STAGES) for r, d in zip(deletes, deletions, strict=True)),
+        *((r, o, ROUND_STAGES) for r, o in zip(rounds, overwrites, strict=True)),
+    ]:
+        tp = (raw["topic"], raw["partition"])
+        part = by_tp.setdefault(
+            tp,
+            {
+                "topic": tp[0],
+                "partition": tp[1],
+                "sla_ms": sla_of(tp[0]),
+                Status.PENDING: 0,
+                Status.MET: 0,
+                Status.BREACHED: 0,
+                "oldest_pending": None,
+            },
+        )
+        part[shown["status"]] += 1
+        completed = raw.get("completed_at")
+        if completed is not None:
+            waits[tp].append(completed - raw["appended_at"])
+            spans[tp].append(_durations(raw, stages))
+        if completed is None and "key_hash" in shown:
+            oldest = part["oldest_pending"]
+            if oldest is None or shown["appended_at"] < oldest["appended_at"]:
+                part["oldest_pending"] = {
+                    k: shown[k] for k in ("key_hash", "offset", "appended_at", "deadline")
+                }
+    for tp, part in by_tp.items():
+        w = waits[tp]
+        part["time_to_erasure_ms"] = (
+            {"p50": percentile(w, 0.5), "p99": percentile(w, 0.99), "max": max(w)} if w else None
+        )
+        part["stage_ms"] = {
+            s: sum(d[s] for d in spans[tp] if s in d) // n
+            for s in STAGES
+            if (n := sum(1 for d in spans[tp] if s in d))
+        }
+    return {
+        "generated_at": iso(now),
+        "partitions": [by_tp[tp] for tp in sorted(by_tp)],
+        "deletions": deletions,
+        "overwrites": overwrites,
+        "upstream": list(upstream),
+    }
+
+
+def text(report: Mapping[str, Any]) -> str:
+    """The report as a terminal reads it: a line per partition, then every breach."""
+    parts = report["partitions"]
+    if not parts:
+        return "no deletions recorded (no topic with gdpr.deletion.sla.ms has deleted anything)"
+    lines = [
+        f"{'partition':<24} {'sla':>10} {'pending':>7} {'met':>5} {'breached':>8} "
+        f"{'p50':>10} {'p99':>10} {'max':>10}  oldest pending (deadline)"
+    ]
+    for p in parts:
+        t = p["time_to_erasure_ms"] or {}
+        oldest = p["oldest_pending"]
+        lines.append(
+            f"{p['topic'] + '-' + str(p['partition']):<24} {_dur(p['sla_ms']):>10} "
+            f"{p['pending']:>7} {p['met']:>5} {p['breached']:>8} {_dur(t.get('p50')):>10} "
+            f"{_dur(t.get('p99')):>10} {_dur(t.get('max')):>10}  "
+            + ("-" if oldest is None else f"offset {oldest['offset']} ({oldest['deadline']})")
+        )
+    breaches = [
+        r for r in (*report["deletions"], *report["overwrites"]) if r["status"] == Status.BREACHED
+    ]
+    if breaches:
+        lines.append("")
+        lines.append("breaches:")
+        for r in breaches:
+            what = f"offset {r['offset']}" if "offset" in r else f"round {r['round']}"
+            why = f" ({r['error']})" if r.get("error") else ""
+            lines.append(
+                f"  {r['topic']}-{r['partition']} {what}: deadline {r['deadline']}, stage "
+                f"{r['breach_stage']}{why}"
+            )
+    for u in report["upstream"]:
+        lines.append(f"upstream, not owned: {u['location']}: {u['note']}")
+    return "\n".join(lines)
+
+
+def _dur(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms >= size:
+            return f"{ms / size:.1f}{unit}"
+    return f"{ms}ms"

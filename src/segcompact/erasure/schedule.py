@@ -1,0 +1,122 @@
+"""When erasure work is due, and whether a deletion met its deadline. Pure: no Spark, no I/O.
+
+The timeline of one deletion appended at A under an SLA of S (the README states it):
+
+- it is merged at the next micro-batch (``[stream] trigger_interval``, at most S/4);
+- erasure starts at A + S/2 (:data:`LEAD`): late enough that one round serves every deletion
+  that fell due since the last, early enough to leave half the SLA;
+- the upkeep that opens the round runs within ``materialize_check_interval_ms`` (at most S/4);
+- VACUUM removes files once ``delta.deletedFileRetentionDuration`` has passed since the commit
+  that removed them (at most S/4, :func:`retention_ms`);
+
+so a round completes by 3/4 S, and the last quarter is the margin for the work itself (REORG,
+VACUUM, re-materialisation, removal of old output versions) and retries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from segcompact.config.model import CompactorConfig, TopicConfig
+
+DAY_MS = 86_400_000
+MAX_RETENTION_MS = 7 * DAY_MS  # Delta's own default: never keep removed files longer
+LEAD = 2  # erasure starts at 1/LEAD of the SLA
+QUARTER = 4  # each wait in the timeline takes at most 1/QUARTER of the SLA
+
+# The stages of an erasure, in order; a deletion's time to erasure ends at the last one.
+STAGES = ("seen", "merged", "purged", "vacuumed", "materialized", "versions_removed")
+# After the tombstone's horizon, the key itself is erased the same way (not timed by the SLA).
+EXPIRED = "tombstone_expired"
+# Rows of a round (every superseded value of a partition) have no seen/merged stage of their own.
+ROUND_STAGES = STAGES[2:]
+
+
+class Status:
+    PENDING = "pending"
+    MET = "met"
+    BREACHED = "breached"
+
+
+def smallest_sla_ms(config: CompactorConfig) -> int | None:
+    """The smallest ``gdpr.deletion.sla.ms`` of any topic the tables may hold."""
+    slas = [t.gdpr_deletion_sla_ms for t in _topics(config)]
+    return min((s for s in slas if s is not None), default=None)
+
+
+def retention_ms(config: CompactorConfig) -> int | None:
+    """``delta.deletedFileRetentionDuration`` for segcompact's tables: as configured, else a
+    quarter of the smallest SLA (at most Delta's 7 days); None leaves Delta's default."""
+    if config.state.deleted_file_retention_ms is not None:
+        return config.state.deleted_file_retention_ms
+    sla = smallest_sla_ms(config)
+    return None if sla is None else min(sla // QUARTER, MAX_RETENTION_MS)
+
+
+def unreachable(config: CompactorConfig, trigger_ms: int) -> str | None:
+    """Why the configured SLA cannot be met by the schedule above, or None."""
+    sla = smallest_sla_ms(config)
+    if sla is None:
+        return None
+    quarter = sla // QUARTER
+    waits = (
+        ("[state] deleted_file_retention_ms", retention_ms(config) or 0),
+        ("[stream] materialize_check_interval_ms", config.stream.materialize_check_interval_ms),
+        ("[stream] trigger_interval", trigger_ms),
+    )
+    for name, value in waits:
+        if value > quarter:
+            return (
+                f"gdpr.deletion.sla.ms = {sla} cannot be met: {name} is {value} ms, expected at "
+                f"most a quarter of the SLA ({quarter} ms; erasure starts at half the SLA and "
+                "each wait may take a quarter)"
+            )
+    return None
+
+
+def erasure_due(appended_ms: int, sla_ms: int, now_ms: int) -> bool:
+    """Whether the erasure of values superseded at ``appended_ms`` is due."""
+    return now_ms >= appended_ms + sla_ms // LEAD
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    status: str
+    completed_ms: int | None
+    breach_stage: str | None
+
+
+def outcome(
+    stages: Mapping[str, int | None], required: Sequence[str], deadline_ms: int, now_ms: int
+) -> Outcome:
+    """A row's status from its stage times: met when every required stage was done by the
+    deadline; breached at the first stage done late, or still undone once the deadline passed."""
+    for stage in required:
+        done = stages.get(stage)
+        if done is None:
+            if now_ms > deadline_ms:
+                return Outcome(Status.BREACHED, None, stage)
+            return Outcome(Status.PENDING, None, None)
+        if done > deadline_ms:
+            completed = _completed(stages, required)
+            return Outcome(Status.BREACHED, completed, stage)
+    return Outcome(Status.MET, _completed(stages, required), None)
+
+
+def _completed(stages: Mapping[str, int | None], required: Sequence[str]) -> int | None:
+    times = [stages.get(s) for s in required]
+    return None if any(t is None for t in times) else max(t for t in times if t is not None)
+
+
+def percentile(values: Sequence[int], fraction: float) -> int | None:
+    """The nearest-rank percentile (p50: ``0.5``) of ``values``; None when empty."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * fraction // 1))  # ceil without floats' surprises
+    return ordered[int(rank) - 1]
+
+
+def _topics(config: CompactorConfig) -> list[TopicConfig]:
+    return [config.defaults, *config.topics.values()]

@@ -1,0 +1,432 @@
+"""Erasure rounds: superseded and deleted values physically removed by their SLA's deadline.
+
+A round takes every partition whose erasure is due (``erasure.schedule``): values superseded
+since the partition's last round, and keys whose tombstone expired. It is opened with a target,
+each table's version at that moment (everything the round erases was removed from the live
+snapshots at or before it), and then advanced by every upkeep until done:
+
+1. **purged**: ``REORG … APPLY (PURGE)`` on tables with deletion vectors, whose rows are still
+   in their files until rewritten;
+2. **materialized**: the round's partitions are re-materialised from the state;
+3. **versions_removed**: every output version but the published one is removed, and checked
+   gone (a failure is kept as the row's error and retried; past the deadline it is a breach);
+4. **vacuumed**: VACUUM of every table (one serves every open round), and a check that it
+   covered the target: Delta removes a file once ``delta.deletedFileRetentionDuration`` has
+   passed since the commit that dropped it, by the wall clock, so the round waits until the
+   target's commit (for deletion vectors, a REORG after the target) is that old.
+
+Each round writes one ledger row per partition; when it completes, the delete rows it covered
+get its stage times and their status. The stages' times come from the injectable clock; the
+coverage check uses the wall clock, as Delta's VACUUM does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from segcompact.clock import Clock
+from segcompact.config import CompactorConfig
+from segcompact.erasure.schedule import (
+    EXPIRED,
+    ROUND_STAGES,
+    STAGES,
+    Status,
+    erasure_due,
+    outcome,
+    retention_ms,
+)
+from segcompact.spark.ledger import DELETE, ROUND, read_rows, upsert
+from segcompact.spark.materialize import Materializer, superseded_versions
+from segcompact.spark.tables import Table, Tables, timestamp
+
+_DV = "delta.enableDeletionVectors"
+
+
+@dataclass
+class RoundReport:
+    """What one call of :meth:`Eraser.run` did."""
+
+    opened: int | None = None  # the round opened, if any
+    partitions: list[tuple[str, int]] = field(default_factory=list)  # in open rounds
+    completed: list[int] = field(default_factory=list)  # rounds that completed
+    waiting: list[str] = field(default_factory=list)  # why an open round is not done yet
+
+
+class Eraser:
+    def __init__(
+        self,
+        spark: SparkSession,
+        config: CompactorConfig,
+        tables: Tables,
+        materializer: Materializer,
+        clock: Clock,
+    ) -> None:
+        self.spark = spark
+        self.config = config
+        self.tables = tables
+        self.materializer = materializer
+        self.clock = clock
+        self.retention_ms = retention_ms(config) or 0
+
+    @property
+    def enabled(self) -> bool:
+        return any(
+            t.gdpr_deletion_sla_ms is not None
+            for t in (self.config.defaults, *self.config.topics.values())
+        )
+
+    def run(self, *, force: bool = False) -> RoundReport:
+        """Open a round if anything is due (``force``: anything pending) and advance every open
+        round as far as it can go now."""
+        report = RoundReport()
+        if not self.enabled:
+            return report
+        now = self.clock.now_ms()
+        report.opened = self._open(now, force)
+        rounds = self._open_rounds()
+        if not rounds:
+            return report
+        report.partitions = sorted({(r["topic"], r["partition"]) for r in rounds})
+        self._purge(rounds, now)
+        self._materialize(rounds)
+        self._remove_versions(rounds)
+        self._vacuum(rounds, report)
+        now = self.clock.now_ms()
+        for r in rounds:
+            stages = {s: r[f"{s}_at"] for s in ROUND_STAGES}
+            result = outcome(stages, ROUND_STAGES, r["deadline"], now)
+            r.update(
+                status=result.status,
+                breach_stage=result.breach_stage,
+                completed_at=result.completed_ms,
+                updated_at=now,
+            )
+        upsert(self.spark, self.tables.ledger, rounds)
+        done = sorted({r["round"] for r in rounds if r["completed_at"] is not None})
+        open_ = {r["round"] for r in rounds if r["completed_at"] is None}
+        report.completed = [r for r in done if r not in open_]
+        if report.completed:
+            self._complete_deletes(report.completed, now)
+        return report
+
+    # -- opening -----------------------------------------------------------------------------
+
+    def _open(self, now: int, force: bool) -> int | None:
+        """Open a round for every partition whose erasure is due; its id, or None."""
+        due: dict[tuple[str, int], tuple[int, int]] = {}  # (appended, deadline) per partition
+
+        def add(topic: str, partition: int, appended: int) -> None:
+            sla = self.config.topic(topic).gdpr_deletion_sla_ms
+            if sla is None or not (force or erasure_due(appended, sla, now)):
+                return
+            a, d = due.get((topic, partition), (appended, appended + sla))
+            due[(topic, partition)] = (min(a, appended), min(d, appended + sla))
+
+        parts = self.tables.partitions.read(self.spark).where(F.col("erasure_from").isNotNull())
+        marks = {}
+        for r in parts.select(
+            "topic", "partition", F.unix_millis("erasure_from").alias("from_ms")
+        ).collect():
+            add(r.topic, r.partition, r.from_ms)
+            marks[(r.topic, r.partition)] = r.from_ms
+        for r in (
+            self._expired(now)
+            .groupBy("topic", "partition")
+            .agg(F.min(F.unix_millis("horizon")).alias("horizon_ms"))
+            .collect()
+        ):
+            add(r.topic, r.partition, r.horizon_ms)
+        if not due:
+            return None
+        target = {name: self._version(t) for name, t in self.tables.all().items()}
+        ledger = self.tables.ledger.read(self.spark)
+        last = ledger.agg(F.max("round")).first()
+        round_id = int(last[0] or 0) + 1 if last is not None else 1
+        upsert(
+            self.spark,
+            self.tables.ledger,
+            [
+                {
+                    "kind": ROUND,
+                    "topic": t,
+                    "partition": p,
+                    "appended_at": appended,
+                    "deadline": deadline,
+                    "round": round_id,
+                    "table_versions": target,
+                    "status": Status.PENDING,
+                    "updated_at": now,
+                }
+                for (t, p), (appended, deadline) in sorted(due.items())
+            ],
+        )
+        self._assign(round_id, sorted(due), target["state"], now)
+        # Last: a crash before this leaves the marks, and the next round takes them again.
+        self._clear_marks({k: v for k, v in marks.items() if k in due})
+        return round_id
+
+    def _expired(self, now: int) -> DataFrame:
+        """Delete rows whose tombstone has left the state and whose key is not yet erased."""
+        return (
+            self.tables.ledger.read(self.spark)
+            .where(F.col("kind") == DELETE)
+            .where(F.col("horizon") <= timestamp(now))
+            .where(F.col("expiry_round").isNull())
+        )
+
+    def _assign(
+        self, round_id: int, parts: Sequence[tuple[str, int]], state_version: int, now: int
+    ) -> None:
+        """The round erases the older values of the deletes merged up to its target, and the
+        keys of those whose tombstone has expired."""
+        source = self.spark.createDataFrame(
+            [(t, p) for t, p in parts], "topic string, partition int"
+        )
+        older = F.col("t.round").isNull() & (F.col("t.state_version") <= F.lit(state_version))
+        expired = F.col("t.expiry_round").isNull() & (F.col("t.horizon") <= timestamp(now))
+        (
+            self.tables.ledger.delta(self.spark)
+            .alias("t")
+            .merge(
+                source.alias("s"),
+                "t.kind = 'delete' AND t.topic = s.topic AND t.partition = s.partition",
+            )
+            .whenMatchedUpdate(
+                condition=older | expired,
+                set={
+                    "round": F.when(older, F.lit(round_id)).otherwise(F.col("t.round")),
+                    "expiry_round": F.when(expired, F.lit(round_id)).otherwise(
+                        F.col("t.expiry_round")
+                    ),
+                },
+            )
+            .execute()
+        )
+
+    def _clear_marks(self, marks: dict[tuple[str, int], int]) -> None:
+        if not marks:
+            return
+        source = self.spark.createDataFrame(
+            [(t, p, ms) for (t, p), ms in marks.items()], "topic string, partition int, ms long"
+        )
+        (
+            self.tables.partitions.delta(self.spark)
+            .alias("t")
+            .merge(
+                source.alias("s"),
+                "t.topic = s.topic AND t.partition = s.partition "
+                "AND unix_millis(t.erasure_from) = s.ms",
+            )
+            .whenMatchedUpdate(set={"erasure_from": F.lit(None).cast("timestamp")})
+            .execute()
+        )
+
+    # -- advancing ---------------------------------------------------------------------------
+
+    def _open_rounds(self) -> list[dict[str, Any]]:
+        rows = (
+            self.tables.ledger.read(self.spark)
+            .where(F.col("kind") == ROUND)
+            .where(F.col("completed_at").isNull())
+        )
+        return read_rows(rows)
+
+    def _purge(self, rounds: list[dict[str, Any]], now: int) -> None:
+        if all(r["purged_at"] is not None for r in rounds):
+            return
+        for table in self.tables.all().values():
+            if table.properties(self.spark).get(_DV, "false").lower() == "true":
+                self.spark.sql(f"REORG TABLE {table.sql_name(self.spark)} APPLY (PURGE)")
+        for r in rounds:
+            if r["purged_at"] is None:
+                r["purged_at"] = now
+
+    def _materialize(self, rounds: list[dict[str, Any]]) -> None:
+        todo = sorted(
+            {(r["topic"], r["partition"]) for r in rounds if r["materialized_at"] is None}
+        )
+        if not todo:
+            return
+        results = {(x["topic"], x["partition"]): x for x in self.materializer.run(erase=todo)}
+        now = self.clock.now_ms()
+        for r in rounds:
+            done = results.get((r["topic"], r["partition"]))
+            if r["materialized_at"] is None and done is not None:
+                r["materialized_at"] = now
+                r["output_version"] = done["version"]
+            elif r["materialized_at"] is None:
+                r["error"] = "not re-materialised: the partition's input is uncleanable"
+
+    def _remove_versions(self, rounds: list[dict[str, Any]]) -> None:
+        published = {
+            (x.topic, x.partition): x.materialized_version
+            for x in self.tables.partitions.read(self.spark)
+            .select("topic", "partition", "materialized_version")
+            .collect()
+        }
+        for r in rounds:
+            if r["materialized_at"] is None or r["versions_removed_at"] is not None:
+                continue
+            keep = published.get((r["topic"], r["partition"]))
+            left = superseded_versions(
+                self.config.output.path,
+                r["topic"],
+                r["partition"],
+                keep,
+                self.materializer.remove_tree,
+            )
+            if left:
+                r["error"] = "old output versions could not be removed: " + "; ".join(left)
+            else:
+                r["versions_removed_at"] = self.clock.now_ms()
+                r["error"] = None
+
+    def _vacuum(self, rounds: list[dict[str, Any]], report: RoundReport) -> None:
+        if all(r["vacuumed_at"] is not None for r in rounds):
+            return
+        wall = time.time_ns() // 1_000_000
+        covered: dict[str, int] = {}
+        for name, table in self.tables.all().items():
+            last = self._version(table)
+            if self.retention_ms == 0:
+                _after(self._commit_ms(table, last))  # Delta's cutoff is strictly after it
+                wall = max(wall, time.time_ns() // 1_000_000)
+            table.delta(self.spark).vacuum()
+            covered[name] = self._covered(table, wall - self.retention_ms)
+        now = self.clock.now_ms()
+        for r in rounds:
+            if r["vacuumed_at"] is not None:
+                continue
+            short = [t for t, v in r["table_versions"].items() if covered.get(t, -1) < v]
+            if short:
+                report.waiting.append(
+                    f"round {r['round']} {r['topic']}-{r['partition']}: VACUUM cannot yet remove "
+                    f"the files of {', '.join(short)} (delta.deletedFileRetentionDuration = "
+                    f"{self.retention_ms} ms since their commit has not passed)"
+                )
+            else:
+                r["vacuumed_at"] = now
+
+    def _covered(self, table: Table, cutoff_ms: int) -> int:
+        """The newest version whose removed files VACUUM deleted with this cutoff: every commit
+        before the cutoff, or with deletion vectors, what the last REORG before it rewrote."""
+        history = (
+            table.delta(self.spark).history().where(F.unix_millis("timestamp") < F.lit(cutoff_ms))
+        )
+        if table.properties(self.spark).get(_DV, "false").lower() == "true":
+            reorg = history.where(F.col("operation").like("REORG%")).agg(F.max("version")).first()
+            return int(reorg[0]) - 1 if reorg is not None and reorg[0] is not None else -1
+        newest = history.agg(F.max("version")).first()
+        return int(newest[0]) if newest is not None and newest[0] is not None else -1
+
+    def _version(self, table: Table) -> int:
+        row = table.delta(self.spark).history(1).select("version").first()
+        return int(row[0]) if row is not None else 0
+
+    def _commit_ms(self, table: Table, version: int) -> int:
+        row = (
+            table.delta(self.spark)
+            .history()
+            .where(F.col("version") == version)
+            .select(F.unix_millis("timestamp"))
+            .first()
+        )
+        return int(row[0]) if row is not None else 0
+
+    # -- completing --------------------------------------------------------------------------
+
+    def _complete_deletes(self, round_ids: list[int], now: int) -> None:
+        """Give the delete rows of completed rounds their stage times and status, and the rows
+        whose expired key a round erased their ``tombstone_expired_at``."""
+        ledger = self.tables.ledger.read(self.spark)
+        rounds = (
+            ledger.where(F.col("kind") == ROUND)
+            .where(F.col("round").isin(round_ids))
+            .groupBy("round", "topic", "partition")
+            .agg(*[F.max(f"{s}_at").alias(f"r_{s}") for s in ROUND_STAGES])
+            .withColumn("r_completed", F.greatest(*[F.col(f"r_{s}") for s in ROUND_STAGES]))
+        )
+        deletes = ledger.where(F.col("kind") == DELETE)
+        older = deletes.where(F.col("round").isin(round_ids)).where(F.col("completed_at").isNull())
+        stamped = older.join(rounds, ["round", "topic", "partition"]).select(
+            *[
+                F.col(f"r_{c[:-3]}").alias(c)
+                if c[:-3] in ROUND_STAGES and c.endswith("_at")
+                else F.col(c)
+                for c in older.columns
+            ]
+        )
+        judged = _judge(stamped, now)
+        expired = (
+            deletes.where(F.col("expiry_round").isin(round_ids))
+            .where(F.col(f"{EXPIRED}_at").isNull())
+            .alias("d")
+            .join(
+                rounds.alias("r"),
+                (F.col("d.expiry_round") == F.col("r.round"))
+                & (F.col("d.topic") == F.col("r.topic"))
+                & (F.col("d.partition") == F.col("r.partition")),
+            )
+            .select(
+                *[
+                    F.col("r.r_completed").alias(c) if c == f"{EXPIRED}_at" else F.col(f"d.{c}")
+                    for c in deletes.columns
+                ]
+            )
+        )
+        for part in (judged, expired):
+            (
+                self.tables.ledger.delta(self.spark)
+                .alias("t")
+                .merge(
+                    part.alias("s"),
+                    "t.kind = 'delete' AND t.topic = s.topic AND t.partition = s.partition "
+                    "AND t.key_hash = s.key_hash AND t.offset = s.offset",
+                )
+                .whenMatchedUpdateAll()
+                .execute()
+            )
+
+
+def _judge(deletes: DataFrame, now: int) -> DataFrame:
+    """Each delete row's status from its stage times (``schedule.outcome``, on the executors)."""
+    schema = deletes.schema
+    required = STAGES[1:]  # "seen" is unknown for records graduated from the young table
+
+    def judge(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            rows = b.to_pylist()
+            for r in rows:
+                stages = {s: _ms(r[f"{s}_at"]) for s in required}
+                result = outcome(stages, required, _ms(r["deadline"]) or 0, now)
+                r["status"] = result.status
+                r["breach_stage"] = result.breach_stage
+                r["completed_at"] = _from_ms(result.completed_ms)
+                r["updated_at"] = _from_ms(now)
+            yield pa.RecordBatch.from_pylist(rows, schema=b.schema)
+
+    return deletes.mapInArrow(judge, schema)
+
+
+def _ms(value: Any) -> int | None:
+    return None if value is None else int(value.timestamp() * 1000)
+
+
+def _from_ms(ms: int | None) -> Any:
+    import datetime as dt
+
+    return None if ms is None else dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+
+
+def _after(ms: int) -> None:
+    """Wait until the wall clock has passed ``ms`` (at most a few milliseconds: ``ms`` is a
+    commit that has happened)."""
+    while time.time_ns() // 1_000_000 <= ms:
+        time.sleep(0.001)

@@ -1,0 +1,208 @@
+"""The deletion ledger table: writing delete rows as tombstones merge, reading and updating rows.
+
+Keys never reach the ledger, a Delta predicate or a commit's info: they are hashed on the
+executors (``mapInArrow``) under the ledger's secret, and every MERGE here matches on columns,
+never on literals. Times are read and written as epoch milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from segcompact.config import TopicConfig
+from segcompact.erasure.keyhash import key_hash
+from segcompact.erasure.report import iso
+from segcompact.erasure.schedule import Status
+from segcompact.spark.rules import per_topic
+from segcompact.spark.tables import LEDGER_SCHEMA, Table, Tables, timestamp
+
+DELETE = "delete"
+ROUND = "round"
+TIME_COLUMNS = tuple(f.name for f in LEDGER_SCHEMA if isinstance(f.dataType, T.TimestampType))
+_HASHED = T.StructType(
+    [
+        T.StructField("topic", T.StringType(), False),
+        T.StructField("partition", T.IntegerType(), False),
+        T.StructField("key_hash", T.StringType(), False),
+        T.StructField("offset", T.LongType(), False),
+        T.StructField("appended_ms", T.LongType(), False),
+        T.StructField("horizon_ms", T.LongType(), True),
+    ]
+)
+
+
+def sla_topics(topics: Mapping[str, TopicConfig]) -> dict[str, TopicConfig]:
+    return {t: c for t, c in topics.items() if c.gdpr_deletion_sla_ms is not None}
+
+
+def record_deletes(
+    spark: SparkSession,
+    ledger: Table,
+    tombstones: DataFrame,
+    topics: Mapping[str, TopicConfig],
+    secret: bytes,
+    *,
+    state_version: int,
+    now: int,
+    seen: bool,
+) -> None:
+    """Add a pending row per tombstone just merged into the state (``tombstones``: topic,
+    partition, key, offset, timestamp, delete_horizon) of a topic with an SLA. A row already
+    there (a batch replayed) is left alone. ``seen``: the records were read in this batch (not
+    graduated from the young table), so ``now`` is when segcompact first saw them."""
+
+    def hash_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            hashes = [
+                key_hash(secret, t, p, k)
+                for t, p, k in zip(
+                    b.column("topic").to_pylist(),
+                    b.column("partition").to_pylist(),
+                    b.column("key").to_pylist(),
+                    strict=True,
+                )
+            ]
+            yield pa.RecordBatch.from_arrays(
+                [
+                    b.column("topic"),
+                    b.column("partition"),
+                    pa.array(hashes, pa.string()),
+                    b.column("offset"),
+                    b.column("appended_ms"),
+                    b.column("horizon_ms"),
+                ],
+                schema=pa.schema(
+                    [pa.field(f.name, _arrow_type(f.dataType), f.nullable) for f in _HASHED]
+                ),
+            )
+
+    # A: the earlier of the record's timestamp and now (a producer clock ahead buys no time).
+    hashed = tombstones.select(
+        "topic",
+        "partition",
+        "key",
+        "offset",
+        F.least(F.unix_millis("timestamp"), F.lit(now)).alias("appended_ms"),
+        F.unix_millis("delete_horizon").alias("horizon_ms"),
+    ).mapInArrow(hash_keys, _HASHED)
+    sla = per_topic(F.col("topic"), topics, lambda c: F.lit(c.gdpr_deletion_sla_ms))
+    source = hashed.select(
+        F.lit(DELETE).alias("kind"),
+        "topic",
+        "partition",
+        "key_hash",
+        "offset",
+        F.timestamp_millis("appended_ms").alias("appended_at"),
+        F.timestamp_millis(F.col("appended_ms") + sla).alias("deadline"),
+        F.timestamp_millis("horizon_ms").alias("horizon"),
+        (timestamp(now) if seen else F.lit(None).cast("timestamp")).alias("seen_at"),
+        timestamp(now).alias("merged_at"),
+        F.lit(state_version).cast("long").alias("state_version"),
+        F.lit(Status.PENDING).alias("status"),
+        timestamp(now).alias("updated_at"),
+    )
+    (
+        ledger.delta(spark)
+        .alias("t")
+        .merge(
+            source.alias("s"),
+            "t.kind = s.kind AND t.topic = s.topic AND t.partition = s.partition "
+            "AND t.key_hash = s.key_hash AND t.offset = s.offset",
+        )
+        .whenNotMatchedInsert(values={c: F.col(f"s.{c}") for c in source.columns})
+        .execute()
+    )
+
+
+def read_rows(df: DataFrame) -> list[dict[str, Any]]:
+    """Ledger rows as dicts, their times as epoch milliseconds (None stays None)."""
+    millis = [
+        F.unix_millis(F.col(c)).alias(c) if c in TIME_COLUMNS else F.col(c) for c in df.columns
+    ]
+    return [r.asDict(recursive=True) for r in df.select(*millis).collect()]
+
+
+def rows_frame(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) -> DataFrame:
+    """Dicts shaped like :func:`read_rows`'s as a DataFrame of the ledger's schema."""
+    as_longs = T.StructType(
+        [
+            T.StructField(f.name, T.LongType(), True) if f.name in TIME_COLUMNS else f
+            for f in LEDGER_SCHEMA
+        ]
+    )
+    df = spark.createDataFrame(
+        [tuple(r.get(f.name) for f in LEDGER_SCHEMA) for r in rows], as_longs
+    )
+    return df.select(
+        *[
+            F.timestamp_millis(F.col(f.name)).alias(f.name)
+            if f.name in TIME_COLUMNS
+            else F.col(f.name)
+            for f in LEDGER_SCHEMA
+        ]
+    )
+
+
+def upsert(spark: SparkSession, ledger: Table, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Write whole rows, matched on what identifies them: a delete by its tombstone, a round's
+    row by its round and partition."""
+    if not rows:
+        return
+    source = rows_frame(spark, rows)
+    (
+        ledger.delta(spark)
+        .alias("t")
+        .merge(
+            source.alias("s"),
+            "t.kind = s.kind AND t.topic = s.topic AND t.partition = s.partition AND ("
+            "(t.kind = 'delete' AND t.key_hash = s.key_hash AND t.offset = s.offset) OR "
+            "(t.kind = 'round' AND t.round = s.round))",
+        )
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+
+
+def _arrow_type(kind: T.DataType) -> pa.DataType:
+    types: dict[T.DataType, pa.DataType] = {
+        T.StringType(): pa.string(),
+        T.IntegerType(): pa.int32(),
+        T.LongType(): pa.int64(),
+    }
+    return types[kind]
+
+
+def ledger_rows(spark: SparkSession, ledger: Table) -> tuple[list[dict[str, Any]], ...]:
+    """Every delete row and every round row, for the report."""
+    df = ledger.read(spark)
+    deletes = read_rows(df.where(F.col("kind") == DELETE).orderBy("topic", "partition", "offset"))
+    rounds = read_rows(df.where(F.col("kind") == ROUND).orderBy("topic", "partition", "round"))
+    return deletes, rounds
+
+
+def key_rows(
+    spark: SparkSession, tables: Tables, topic: str, partition: int, key: bytes, hashed: str
+) -> tuple[set[int], list[dict[str, Any]]]:
+    """One key's live offsets (its state row; the newest of its young rows, not yet compacted)
+    and its ledger rows. Reads only: the key is in a read's filter, never in a commit."""
+    where = (F.col("topic") == topic) & (F.col("partition") == partition) & (F.col("key") == key)
+    live = {r.offset for r in tables.state.read(spark).where(where).select("offset").collect()}
+    young = tables.young.read(spark).where(where).agg(F.max("offset")).first()
+    if young is not None and young[0] is not None:
+        live.add(int(young[0]))
+    rows = read_rows(
+        tables.ledger.read(spark)
+        .where(F.col("key_hash") == hashed)
+        .where((F.col("topic") == topic) & (F.col("partition") == partition))
+    )
+    shown = [
+        {k: iso(v) if k in TIME_COLUMNS else v for k, v in r.items() if v is not None} for r in rows
+    ]
+    return live, shown

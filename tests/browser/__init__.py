@@ -1,0 +1,1 @@
+"""Pages opened in a real headless browser (Debian's chromium, driven by Playwright): seconds."""

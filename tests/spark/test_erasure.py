@@ -1,0 +1,239 @@
+"""The deletion SLA end to end: overwritten and deleted values physically gone by the deadline.
+
+Real Spark and Delta, the injectable clock for the SLA's time, and Delta's own VACUUM (the
+tables' file retention is 0, so VACUUM's wall-clock cutoff never waits).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import SparkSession
+
+from segcompact.clock import ManualClock
+from segcompact.config import CompactorConfig, load_config
+from segcompact.erasure.keyhash import SECRET_VARIABLE, key_hash
+from segcompact.format.batch import build_batch
+from segcompact.format.record import Record
+from segcompact.format.segment import SegmentReader
+from segcompact.samples import SampleSegment
+from segcompact.spark.job import Compactor
+from segcompact.storage import LocalInputFile
+from tests.support import config as support_config
+
+pytestmark = pytest.mark.spark
+
+SECRET = "a test secret of enough bytes"
+SLA_MS = 3_600_000
+RETENTION_MS = 2 * SLA_MS  # delete.retention.ms: the keys outlive the first round
+T0 = 1_800_000_000_000
+TOPIC = "users"
+
+
+def write_config(work: Path) -> CompactorConfig:
+    return load_config(
+        support_config.write_config(
+            work,
+            [work / "in"],
+            rolled_only=False,
+            state={"deleted_file_retention_ms": 0},
+            defaults={"delete.retention.ms": RETENTION_MS, "gdpr.deletion.sla.ms": SLA_MS},
+        )
+    )
+
+
+def segment(base: int, records: list[tuple[bytes, bytes | None]], ts: int) -> SampleSegment:
+    batch = build_batch([Record(base + i, ts + i, k, v, (), 0) for i, (k, v) in enumerate(records)])
+    return SampleSegment(base, [batch])
+
+
+def arrive(work: Path, partition: int, seg: SampleSegment) -> None:
+    seg.write(work / "in" / f"{TOPIC}-{partition}")
+
+
+def owned(config: CompactorConfig) -> list[str]:
+    """Every location segcompact owns under the test's work directory."""
+    s = config.state
+    return [
+        s.table,
+        s.partitions_table,
+        s.pending_table,
+        s.young_table,
+        s.ledger_table,
+        config.output.path,
+        config.stream.checkpoint,
+    ]
+
+
+def files(roots: list[str]) -> Iterator[str]:
+    for root in roots:
+        for folder, _, names in os.walk(root):
+            for name in names:
+                yield os.path.join(folder, name)
+
+
+def holding(config: CompactorConfig, needle: bytes) -> list[str]:
+    """Every file that holds ``needle``: raw bytes, decoded Parquet rows (compressed pages hide
+    it from a byte search), decoded output segments (compressed batches too)."""
+    found = []
+    for path in files(owned(config)):
+        with open(path, "rb") as f:
+            raw = f.read()
+        hit = needle in raw
+        if not hit and path.endswith(".parquet"):
+            hit = needle in repr(pq.read_table(path).to_pylist()).encode()
+        if not hit and path.endswith(".log"):
+            for batch in SegmentReader(LocalInputFile(path), verify_crc=False):
+                for r in batch.records():
+                    hit = hit or needle in (r.key or b"") or needle in (r.value or b"")
+        if hit:
+            found.append(path)
+    return found
+
+
+def ledger(spark: SparkSession, config: CompactorConfig, kind: str) -> list[dict[str, Any]]:
+    rows = spark.read.format("delta").load(config.state.ledger_table).where(f"kind = '{kind}'")
+    return [r.asDict() for r in rows.orderBy("topic", "partition", "offset", "round").collect()]
+
+
+@pytest.fixture
+def secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SECRET_VARIABLE, SECRET)
+
+
+def test_deleted_and_overwritten_values_are_gone_by_the_deadline(
+    spark: SparkSession, tmp_path: Path, secret: None
+) -> None:
+    config = write_config(tmp_path)
+    clock = ManualClock(T0)
+    compactor = Compactor(spark, config, clock)
+    # Partition 0: alpha, overwritten by bravo, then deleted. Partition 1: charlie, deleted,
+    # then idle. Another key stays live throughout.
+    arrive(tmp_path, 0, segment(0, [(b"user-1", b"MARKER-ALPHA"), (b"user-2", b"live")], T0))
+    arrive(tmp_path, 1, segment(0, [(b"user-9", b"MARKER-CHARLIE")], T0))
+    compactor.run_once()
+    clock.advance(60_000)
+    arrive(tmp_path, 0, segment(2, [(b"user-1", b"MARKER-BRAVO")], clock.now_ms()))
+    compactor.run_once()
+    state_before_delete = _version(spark, config.state.table)
+    clock.advance(60_000)
+    deleted_at = clock.now_ms()
+    arrive(tmp_path, 0, segment(3, [(b"user-1", None)], deleted_at))
+    arrive(tmp_path, 1, segment(1, [(b"user-9", None)], deleted_at))
+    compactor.run_once()
+    for marker in (b"MARKER-ALPHA", b"MARKER-BRAVO", b"MARKER-CHARLIE"):
+        assert holding(config, marker), f"{marker!r} should still be on disk before the SLA"
+
+    clock.advance(SLA_MS // 2)  # erasure starts at half the SLA: the upkeep timer's work
+    report = compactor.upkeep()
+    assert report.opened is not None and report.completed == [report.opened], report.waiting
+
+    for marker in (b"MARKER-ALPHA", b"MARKER-BRAVO", b"MARKER-CHARLIE"):
+        assert holding(config, marker) == [], marker
+    assert holding(config, b"live"), "the live value must stay"
+    deletes = ledger(spark, config, "delete")
+    assert [(d["partition"], d["offset"]) for d in deletes] == [(0, 3), (1, 1)]
+    for d in deletes:
+        assert d["status"] == "met" and d["breach_stage"] is None
+        assert d["key_hash"] == key_hash(
+            SECRET.encode(), TOPIC, d["partition"], b"user-1" if d["partition"] == 0 else b"user-9"
+        )
+        for stage in ("seen", "merged", "purged", "vacuumed", "materialized", "versions_removed"):
+            assert d[f"{stage}_at"] is not None, stage
+        assert _ms(d["appended_at"]) == deleted_at
+        assert _ms(d["deadline"]) == deleted_at + SLA_MS
+        assert _ms(d["completed_at"]) <= deleted_at + SLA_MS
+        assert d["tombstone_expired_at"] is None
+    rounds = ledger(spark, config, "round")
+    assert {(r["partition"], r["status"]) for r in rounds} == {(0, "met"), (1, "met")}
+    # The first overwrite started partition 0's clock: its round's append time.
+    assert min(_ms(r["appended_at"]) for r in rounds if r["partition"] == 0) == T0
+    with pytest.raises(Exception, match=r"(?i)cannot time travel|not.*found|FileNotFound"):
+        spark.read.format("delta").option("versionAsOf", state_before_delete).load(
+            config.state.table
+        ).collect()
+
+    # After the tombstones' horizon, the keys themselves go the same way.
+    clock.advance(RETENTION_MS + SLA_MS // 2)
+    report = compactor.upkeep()
+    assert report.completed, report.waiting
+    for key in (b"user-1", b"user-9"):
+        assert holding(config, key) == [], key
+    assert holding(config, b"user-2"), "the live key must stay"
+    for d in ledger(spark, config, "delete"):
+        assert d["tombstone_expired_at"] is not None
+    # Nothing is due any more: another upkeep opens no round.
+    assert compactor.upkeep().opened is None
+
+
+def test_a_version_that_cannot_be_removed_is_a_breach(
+    spark: SparkSession, tmp_path: Path, secret: None
+) -> None:
+    config = write_config(tmp_path)
+    clock = ManualClock(T0)
+
+    def remove_tree(path: str) -> None:
+        if os.path.basename(path) == "v1":
+            raise PermissionError(13, "Permission denied", path)
+        shutil.rmtree(path)
+
+    compactor = Compactor(spark, config, clock, remove_tree=remove_tree)
+    arrive(tmp_path, 0, segment(0, [(b"user-1", b"MARKER-ALPHA")], T0))
+    compactor.run_once()
+    clock.advance(60_000)
+    arrive(tmp_path, 0, segment(1, [(b"user-1", None)], clock.now_ms()))
+    compactor.run_once()
+
+    clock.advance(SLA_MS // 2)
+    report = compactor.upkeep()
+    assert report.completed == []
+    (row,) = ledger(spark, config, "round")
+    assert row["status"] == "pending" and "v1" in row["error"]
+    assert row["versions_removed_at"] is None
+
+    clock.advance(SLA_MS)  # past the deadline, still not removable
+    compactor.upkeep()
+    (row,) = ledger(spark, config, "round")
+    assert (row["status"], row["breach_stage"]) == ("breached", "versions_removed")
+    assert holding(config, b"MARKER-ALPHA"), "the stuck version still holds the old value"
+
+
+def test_erasure_interrupted_after_the_merge_completes_after_a_restart(
+    spark: SparkSession, tmp_path: Path, secret: None
+) -> None:
+    config = write_config(tmp_path)
+    clock = ManualClock(T0)
+    arrive(tmp_path, 0, segment(0, [(b"user-1", b"MARKER-ALPHA")], T0))
+    arrive(tmp_path, 0, segment(1, [(b"user-1", None)], T0 + 1))
+    Compactor(spark, config, clock).run_once()  # merged; then the job stops before any round
+
+    clock.advance(SLA_MS // 2)
+    restarted = Compactor(spark, config, clock)
+    report = restarted.upkeep()
+    assert report.completed == [report.opened]
+    (d,) = ledger(spark, config, "delete")
+    # The original append; the record's timestamp is ahead of the clock and buys no time.
+    assert d["status"] == "met" and _ms(d["appended_at"]) == T0
+    assert holding(config, b"MARKER-ALPHA") == []
+
+
+def test_a_topic_with_an_sla_needs_the_secret(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(SECRET_VARIABLE, raising=False)
+    with pytest.raises(Exception, match=SECRET_VARIABLE):
+        Compactor(spark, write_config(tmp_path), ManualClock(T0))
+
+
+def _version(spark: SparkSession, table: str) -> int:
+    return int(spark.sql(f"DESCRIBE HISTORY delta.`{table}` LIMIT 1").first()["version"])
+
+
+def _ms(value: Any) -> int:
+    return round(value.timestamp() * 1000)

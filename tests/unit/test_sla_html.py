@@ -1,0 +1,99 @@
+"""``segcompact.erasure.html`` without a browser: escaping, the empty report, well-formed output.
+
+The browser test (tests/browser) checks what a person sees; these run in milliseconds.
+"""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from typing import Any
+
+from segcompact.erasure.html import render_html
+
+EVIL = "<script>alert(1)</script>"
+VOID = {"meta", "br", "hr", "img", "input", "link"}
+
+
+class _Balance(HTMLParser):
+    """Fails on a close tag that does not match the open one: a broken page in a browser."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in VOID:
+            self.open.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self.open and self.open.pop() == tag, f"unbalanced </{tag}>"
+
+
+def _well_formed(page: str) -> None:
+    parser = _Balance()
+    parser.feed(page)
+    parser.close()
+    assert parser.open == []
+
+
+def _row(topic: str, **over: Any) -> dict[str, Any]:
+    row = {
+        "topic": topic, "partition": 0, "key_hash": EVIL, "offset": 5,
+        "appended_at": "2026-11-23T08:00:00.000Z", "deadline": "2026-11-23T09:00:00.000Z",
+        "completed_at": "2026-11-23T09:30:00.000Z", "status": "breached", "breach_stage": EVIL,
+        "stages": {"seen": "2026-11-23T08:00:01.000Z"},
+    }  # fmt: skip
+    return row | over
+
+
+def test_every_report_string_is_escaped() -> None:
+    partition = {"topic": EVIL, "partition": 0, "sla_ms": 3_600_000, "pending": 0, "met": 0,
+                 "breached": 1, "time_to_erasure_ms": {"p50": 1, "p99": 2, "max": 5_400_000},
+                 "stage_ms": {"seen": 10, "merged": 20},
+                 "oldest_pending": {"key_hash": EVIL, "offset": 1, "deadline": EVIL}}  # fmt: skip
+    overwrite = _row(
+        EVIL, appended_at=None, appended_from="2026-11-23T08:00:00.000Z", key_hash=None
+    )
+    report = {
+        "generated_at": EVIL,
+        "partitions": [partition],
+        "deletions": [_row(EVIL)],
+        "overwrites": [overwrite],
+        "upstream": [{"location": EVIL, "note": EVIL}],
+    }
+    page = render_html(report)
+    assert "<script" not in page
+    assert "&lt;script&gt;" in page
+    _well_formed(page)
+
+
+def test_empty_report_says_so() -> None:
+    page = render_html({"generated_at": "2026-11-23T10:00:00.000Z", "partitions": [],
+                        "deletions": [], "overwrites": [], "upstream": []})  # fmt: skip
+    assert page.startswith("<!DOCTYPE html>")
+    assert "Nothing to report" in page
+    assert "<svg" not in page
+    _well_formed(page)
+    # Nothing at all, not even the keys, is a report too.
+    assert "Nothing to report" in render_html({})
+
+
+def test_no_completed_row_draws_no_marks() -> None:
+    partition = {"topic": "t", "partition": 1, "sla_ms": 60_000, "pending": 1, "met": 0,
+                 "breached": 0, "time_to_erasure_ms": None, "stage_ms": {},
+                 "oldest_pending": None}  # fmt: skip
+    page = render_html(
+        {"partitions": [partition], "deletions": [_row("t", completed_at=None, status="pending")]}
+    )
+    assert "has completed yet" in page
+    assert 'class="mark' not in page
+    _well_formed(page)
+
+
+def test_one_mark_per_completed_row_and_nothing_external() -> None:
+    rows = [_row("t", offset=n, status="met") for n in range(3)] + [_row("t", offset=9)]
+    page = render_html({"partitions": [], "deletions": rows, "overwrites": []})
+    assert page.count('<circle class="mark') == 4
+    assert page.count('<circle class="mark breached"') == 1
+    for external in ("http:", "https:", "src=", "<link", "@import", "url("):
+        assert external not in page
