@@ -35,14 +35,23 @@ def _dump(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load(path: str) -> CompactorConfig:
+def _load(path: str, *, writes: bool = False) -> CompactorConfig:
+    """The config; for a command that ``writes`` the tables, also the ledger's secret when a
+    topic has a deletion SLA (checked here, before Spark starts)."""
     from segcompact.config import load_config
 
-    return load_config(path)
+    config = load_config(path)
+    if writes:
+        from segcompact.erasure.keyhash import ledger_secret
+        from segcompact.erasure.schedule import smallest_sla_ms
+
+        if smallest_sla_ms(config) is not None:
+            ledger_secret()
+    return config
 
 
 def _run(args: argparse.Namespace) -> int:
-    config = _load(args.config)
+    config = _load(args.config, writes=True)
     from segcompact.spark.job import Compactor, GracefulStop
     from segcompact.spark.session import get_spark
 
@@ -83,7 +92,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _materialize(args: argparse.Namespace) -> int:
-    config = _load(args.config)
+    config = _load(args.config, writes=True)
     from segcompact.spark.job import Compactor
     from segcompact.spark.session import get_spark
 
@@ -132,7 +141,7 @@ def _delete_records(args: argparse.Namespace) -> int:
 
 
 def _purge(args: argparse.Namespace) -> int:
-    config = _load(args.config)
+    config = _load(args.config, writes=True)
     from segcompact.spark.job import Compactor
     from segcompact.spark.session import get_spark
 

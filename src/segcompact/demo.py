@@ -88,7 +88,11 @@ def run_demo(config_path: str, workdir: str | None, *, out: TextIO) -> None:
     if workdir is not None:
         config = config.with_base_dir(Path(workdir).resolve())
     from segcompact.clock import SystemClock
+    from segcompact.erasure.keyhash import ledger_secret
+    from segcompact.erasure.schedule import smallest_sla_ms
 
+    if smallest_sla_ms(config) is not None:
+        ledger_secret()  # before anything is written or started
     root = reset(config)
     count = write_samples(root, SystemClock().now_ms())
     print(f"wrote {count} segments of {len(DEMO_TOPICS)} topics under {root}", file=out)
