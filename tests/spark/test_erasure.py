@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 from segcompact.clock import ManualClock
 from segcompact.config import CompactorConfig, load_config
 from segcompact.erasure.keyhash import SECRET_VARIABLE, key_hash
+from segcompact.errors import ConfigError
 from segcompact.format.batch import build_batch
 from segcompact.format.record import Record
 from segcompact.format.segment import SegmentReader
@@ -129,6 +130,18 @@ def test_deleted_and_overwritten_values_are_gone_by_the_deadline(
     compactor.run_once()
     for marker in (b"MARKER-ALPHA", b"MARKER-BRAVO", b"MARKER-CHARLIE"):
         assert holding(config, marker), f"{marker!r} should still be on disk before the SLA"
+    # Delta's log keeps predicates and commit info as long as its own retention: never a key or
+    # a value in them (MERGE conditions name columns, DELETEs name horizons and offsets).
+    logs = [p for p in files(owned(config)) if "_delta_log" in p and p.endswith(".json")]
+    assert len(logs) > 10
+    for path in logs:
+        text = Path(path).read_bytes()
+        for needle in (b"user-1", b"user-9", b"MARKER"):
+            assert needle not in text, (path, needle)
+    properties = spark.sql(f"SHOW TBLPROPERTIES delta.`{config.state.ledger_table}`").collect()
+    assert ("delta.deletedFileRetentionDuration", "interval 0 milliseconds") in {
+        (r.key, r.value) for r in properties
+    }
 
     clock.advance(SLA_MS // 2)  # erasure starts at half the SLA: the upkeep timer's work
     report = compactor.upkeep()
@@ -237,3 +250,16 @@ def _version(spark: SparkSession, table: str) -> int:
 
 def _ms(value: Any) -> int:
     return round(value.timestamp() * 1000)
+
+
+def test_an_append_only_table_is_refused_naming_it(
+    spark: SparkSession, tmp_path: Path, secret: None
+) -> None:
+    config = write_config(tmp_path)
+    Compactor(spark, config, ManualClock(T0))
+    spark.sql(
+        f"ALTER TABLE delta.`{config.state.young_table}` "
+        "SET TBLPROPERTIES ('delta.appendOnly' = 'true')"
+    )
+    with pytest.raises(ConfigError, match=r"young_table: table property delta.appendOnly = true"):
+        Compactor(spark, config, ManualClock(T0))

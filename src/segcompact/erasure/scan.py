@@ -216,6 +216,9 @@ class _Scan:
         if self.raw and self.contains(path):
             detail = f"{what} does not decode ({error}); its raw bytes hold the key"
             self.add(into, "raw", path, None, detail)
+        elif into is self.result.found:
+            # A compressed part that does not decode may still hold the key: no proof.
+            self.add(into, "unreadable", path, None, f"{what} does not decode ({error})")
         else:
             why = "its raw bytes do not hold the key" if self.raw else "the key is too short"
             self.result.notes.append(f"{path}: {what} does not decode ({error}); {why}")
