@@ -44,17 +44,7 @@ def reset(config: CompactorConfig) -> Path:
         raise UsageError(f"the demo writes local files; {config.source.paths[0]} is not local")
     if root.exists() and not (root / MARKER).exists():
         raise UsageError(f"{root} exists and was not written by segcompact demo; not touching it")
-    s = config.state
-    for location in (
-        s.table,
-        s.partitions_table,
-        s.pending_table,
-        s.young_table,
-        s.ledger_table,
-        config.output.path,
-        config.stream.checkpoint,
-        str(root),
-    ):
+    for location in (*config.owned(), str(root)):
         path = _local(location)
         if path is not None and path.exists():
             shutil.rmtree(path)

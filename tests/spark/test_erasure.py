@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,21 +58,7 @@ def arrive(work: Path, partition: int, seg: SampleSegment) -> None:
     seg.write(work / "in" / f"{TOPIC}-{partition}")
 
 
-def owned(config: CompactorConfig) -> list[str]:
-    """Every location segcompact owns under the test's work directory."""
-    s = config.state
-    return [
-        s.table,
-        s.partitions_table,
-        s.pending_table,
-        s.young_table,
-        s.ledger_table,
-        config.output.path,
-        config.stream.checkpoint,
-    ]
-
-
-def files(roots: list[str]) -> Iterator[str]:
+def files(roots: Iterable[str]) -> Iterator[str]:
     for root in roots:
         for folder, _, names in os.walk(root):
             for name in names:
@@ -83,7 +69,7 @@ def holding(config: CompactorConfig, needle: bytes) -> list[str]:
     """Every file that holds ``needle``: raw bytes, decoded Parquet rows (compressed pages hide
     it from a byte search), decoded output segments (compressed batches too)."""
     found = []
-    for path in files(owned(config)):
+    for path in files(config.owned()):
         with open(path, "rb") as f:
             raw = f.read()
         hit = needle in raw
@@ -132,7 +118,7 @@ def test_deleted_and_overwritten_values_are_gone_by_the_deadline(
         assert holding(config, marker), f"{marker!r} should still be on disk before the SLA"
     # Delta's log keeps predicates and commit info as long as its own retention: never a key or
     # a value in them (MERGE conditions name columns, DELETEs name horizons and offsets).
-    logs = [p for p in files(owned(config)) if "_delta_log" in p and p.endswith(".json")]
+    logs = [p for p in files(config.owned()) if "_delta_log" in p and p.endswith(".json")]
     assert len(logs) > 10
     for path in logs:
         text = Path(path).read_bytes()

@@ -104,6 +104,16 @@ class StateConfig:
     # delta.deletedFileRetentionDuration of every table; None: derived from the smallest SLA.
     deleted_file_retention_ms: int | None = None
 
+    def tables(self) -> tuple[str, ...]:
+        """Every Delta table, the state table first."""
+        return (
+            self.table,
+            self.partitions_table,
+            self.pending_table,
+            self.young_table,
+            self.ledger_table,
+        )
+
     def __post_init__(self) -> None:
         for name, suffix in _SIBLINGS.items():
             if not getattr(self, name):
@@ -159,6 +169,10 @@ class CompactorConfig:
     stream: StreamConfig = StreamConfig()
     defaults: TopicConfig = TopicConfig()
     topics: Mapping[str, TopicConfig] = field(default_factory=dict, hash=False)
+
+    def owned(self) -> tuple[str, ...]:
+        """Every location segcompact writes: its tables, the output and the checkpoint."""
+        return (*self.state.tables(), self.output.path, self.stream.checkpoint)
 
     def topic(self, name: str) -> TopicConfig:
         """Settings for ``name``: its ``[topics]`` entry, else the resolved ``[defaults]``."""
