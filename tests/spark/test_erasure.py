@@ -249,3 +249,39 @@ def test_an_append_only_table_is_refused_naming_it(
     )
     with pytest.raises(ConfigError, match=r"young_table: table property delta.appendOnly = true"):
         Compactor(spark, config, ManualClock(T0))
+
+
+def test_deletion_vectors_are_purged_before_vacuum(
+    spark: SparkSession, tmp_path: Path, secret: None
+) -> None:
+    """With deletion vectors (Databricks' default), a MERGE marks the old row deleted and leaves
+    it in its file: only REORG … APPLY (PURGE) rewrites the file, and VACUUM then removes it."""
+    config = write_config(tmp_path)
+    clock = ManualClock(T0)
+    compactor = Compactor(spark, config, clock)
+    for table in config.state.tables():
+        spark.sql(
+            f"ALTER TABLE delta.`{table}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = true)"
+        )
+    arrive(
+        tmp_path,
+        0,
+        segment(
+            0, [(b"user-1", b"MARKER-ALPHA")] + [(b"other-%d" % i, b"x") for i in range(50)], T0
+        ),
+    )
+    compactor.run_once()
+    clock.advance(60_000)
+    arrive(tmp_path, 0, segment(51, [(b"user-1", b"MARKER-BRAVO")], clock.now_ms()))
+    compactor.run_once()
+    dv_files = [p for p in files([config.state.table]) if p.endswith(".bin")]
+    assert dv_files, "the overwrite should have written a deletion vector"
+    assert holding(config, b"MARKER-ALPHA")
+
+    clock.advance(SLA_MS // 2)
+    report = compactor.upkeep()
+    assert report.completed == [report.opened], report.waiting
+    assert holding(config, b"MARKER-ALPHA") == []
+    assert holding(config, b"MARKER-BRAVO")  # the live value
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{config.state.table}`").collect()
+    assert any(r.operation.startswith("REORG") for r in history)

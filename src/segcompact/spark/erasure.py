@@ -13,7 +13,7 @@ snapshots at or before it), and then advanced by every upkeep until done:
 4. **vacuumed**: VACUUM of every table (one serves every open round), and a check that it
    covered the target: Delta removes a file once ``delta.deletedFileRetentionDuration`` has
    passed since the commit that dropped it, by the wall clock, so the round waits until the
-   target's commit (for deletion vectors, a REORG after the target) is that old.
+   target's commit (for deletion vectors, the REORG's) is that old.
 
 Each round writes one ledger row per partition; when it completes, the delete rows it covered
 get its stage times and their status. The stages' times come from the injectable clock; the
@@ -239,14 +239,20 @@ class Eraser:
         return read_rows(rows)
 
     def _purge(self, rounds: list[dict[str, Any]], now: int) -> None:
-        if all(r["purged_at"] is not None for r in rounds):
+        """Rewrite the files with deletion vectors: their deleted rows are still in them. The
+        rewritten files leave the snapshot in the REORG's commit, which VACUUM must then cover:
+        it becomes the round's target for that table."""
+        todo = [r for r in rounds if r["purged_at"] is None]
+        if not todo:
             return
-        for table in self.tables.all().values():
+        for name, table in self.tables.all().items():
             if table.properties(self.spark).get(_DV, "false").lower() == "true":
                 self.spark.sql(f"REORG TABLE {table.sql_name(self.spark)} APPLY (PURGE)")
-        for r in rounds:
-            if r["purged_at"] is None:
-                r["purged_at"] = now
+                purged = self._version(table)
+                for r in todo:
+                    r["table_versions"] = {**r["table_versions"], name: purged}
+        for r in todo:
+            r["purged_at"] = now
 
     def _materialize(self, rounds: list[dict[str, Any]]) -> None:
         todo = sorted(
@@ -315,15 +321,15 @@ class Eraser:
                 r["vacuumed_at"] = now
 
     def _covered(self, table: Table, cutoff_ms: int) -> int:
-        """The newest version whose removed files VACUUM deleted with this cutoff: every commit
-        before the cutoff, or with deletion vectors, what the last REORG before it rewrote."""
-        history = (
-            table.delta(self.spark).history().where(F.unix_millis("timestamp") < F.lit(cutoff_ms))
+        """The newest version whose removed files VACUUM deletes with this cutoff: Delta deletes
+        a file once the commit that removed it is older than the cutoff."""
+        newest = (
+            table.delta(self.spark)
+            .history()
+            .where(F.unix_millis("timestamp") < F.lit(cutoff_ms))
+            .agg(F.max("version"))
+            .first()
         )
-        if table.properties(self.spark).get(_DV, "false").lower() == "true":
-            reorg = history.where(F.col("operation").like("REORG%")).agg(F.max("version")).first()
-            return int(reorg[0]) - 1 if reorg is not None and reorg[0] is not None else -1
-        newest = history.agg(F.max("version")).first()
         return int(newest[0]) if newest is not None and newest[0] is not None else -1
 
     def _version(self, table: Table) -> int:
