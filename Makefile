@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: setup demo test lint bench golden clean java chromium
+.PHONY: setup demo test lint bench soak golden clean java chromium
 
 setup: java $(BIN)/.installed $(DELTA_JARS)
 
@@ -58,6 +58,10 @@ test: setup chromium $(KAFKA_JARS)
 
 bench: setup
 	$(BIN)/python -m tests.benchmarks.decode --size-mib 256
+
+# No test can wait out a deletion SLA on the real clock: this soaks the continuous job against it.
+soak: setup
+	$(BIN)/python -m tests.benchmarks.soak_sla --minutes 5 --sla-ms 60000
 
 golden: setup $(KAFKA_JARS)
 	$(BIN)/python -m tests.golden.make_golden
