@@ -23,8 +23,7 @@ keeps it), a config gives topic ``users`` the SLA with every wait at a quarter o
 - ``segcompact sla --format json``: deletions total / met / breached / pending, overwrite rounds
   (one ledger row per round and partition) met / breached / pending, time to erasure of the
   deletions (``completed_at - appended_at``: p50, p99, max) against the SLA, each stage's time
-  after the append (p50, max), and every breach with its ``breach_stage`` and the stage that
-  was late first by the clock;
+  after the append (p50, max), and every breach with its ``breach_stage``;
 - from the checkpoint: the micro-batches committed, each one's time from plan to commit (waits
   for the upkeep included) and whether every segment produced was read;
 - ``segcompact verify-erasure --format json`` for 3 keys whose last record is a tombstone: each
@@ -153,18 +152,6 @@ def _spread(values: Sequence[int]) -> dict[str, int | None]:
     }
 
 
-def _first_late(row: dict[str, Any]) -> dict[str, str | None]:
-    """The stage that was late first by the clock (``breach_stage`` is the first in the order
-    of ``schedule.STAGES``, which is not the order the eraser runs them in)."""
-    done = sorted(
-        (at, stage)
-        for stage, at in row["stages"].items()
-        if at is not None and stage not in ("seen", "tombstone_expired")
-    )
-    late = [s for at, s in done if _between(row["deadline"], at) > 0]
-    return {"first_late": late[0] if late else row["breach_stage"]}
-
-
 def figures(report: dict[str, Any], sla_ms: int) -> dict[str, Any]:
     """What the ``sla --format json`` report says about the run, summed over partitions."""
     deletions = report["deletions"]
@@ -200,7 +187,6 @@ def figures(report: dict[str, Any], sla_ms: int) -> dict[str, Any]:
     ]
     breaches = [
         {
-            **_first_late(r),
             "what": f"offset {r['offset']}" if "offset" in r else f"round {r['round']}",
             "partition": f"{r['topic']}-{r['partition']}",
             "deadline": r["deadline"],
@@ -225,7 +211,6 @@ def figures(report: dict[str, Any], sla_ms: int) -> dict[str, Any]:
         "stage_after_append_ms": after_append,
         "breaches": breaches,
         "breaches_by_stage": dict(Counter(b["breach_stage"] for b in breaches)),
-        "breaches_by_first_late_stage": dict(Counter(b["first_late"] for b in breaches)),
     }
 
 
@@ -330,16 +315,12 @@ def human(out: dict[str, Any], file: TextIO) -> None:
         for stage, spread in f["stage_after_append_ms"].items():
             say(f"    {stage:<18} {_s(spread['p50']):>9} / {_s(spread['max']):>9}")
         if f["breaches"]:
-            say(
-                f"  BREACHES: {len(f['breaches'])}, by breach_stage: {f['breaches_by_stage']}; "
-                f"by the stage late first in time: {f['breaches_by_first_late_stage']}"
-            )
+            say(f"  BREACHES: {len(f['breaches'])}, by breach_stage: {f['breaches_by_stage']}")
             for b in f["breaches"][:20]:
                 why = f" ({b['error']})" if b["error"] else ""
                 say(
                     f"    {b['partition']} {b['what']}: deadline {b['deadline']}, completed "
-                    f"{b['completed_at']}, stage {b['breach_stage']} (late first: "
-                    f"{b['first_late']}){why}"
+                    f"{b['completed_at']}, stage {b['breach_stage']}{why}"
                 )
     for v in out["verified"]:
         verdict = "erased" if v["erased"] else "NOT erased"

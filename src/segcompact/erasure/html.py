@@ -12,7 +12,8 @@ from datetime import datetime
 from html import escape
 from typing import Any
 
-STAGES = ("seen", "merged", "purged", "vacuumed", "materialized", "versions_removed")
+from segcompact.erasure.schedule import STAGES
+
 _COLOURS = ("#4e79a7", "#f28e2b", "#76b7b2", "#59a14f", "#edc948", "#b07aa1")
 _RED, _GREEN = "#d62728", "#2ca02c"
 # Belt and braces: should a report string ever slip past escaping, the page still loads nothing

@@ -25,8 +25,9 @@ MAX_RETENTION_MS = 7 * DAY_MS  # Delta's own default: never keep removed files l
 LEAD = 2  # erasure starts at 1/LEAD of the SLA
 QUARTER = 4  # each wait in the timeline takes at most 1/QUARTER of the SLA
 
-# The stages of an erasure, in order; a deletion's time to erasure ends at the last one.
-STAGES = ("seen", "merged", "purged", "vacuumed", "materialized", "versions_removed")
+# The stages of an erasure, in the order a round does them; a deletion's time to erasure ends
+# at the last one (VACUUM comes last: it removes what re-materialisation left behind too).
+STAGES = ("seen", "merged", "purged", "materialized", "versions_removed", "vacuumed")
 # After the tombstone's horizon, the key itself is erased the same way (not timed by the SLA).
 EXPIRED = "tombstone_expired"
 # Rows of a round (every superseded value of a partition) have no seen/merged stage of their own.

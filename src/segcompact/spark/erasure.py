@@ -74,6 +74,9 @@ class Eraser:
         self.materializer = materializer
         self.clock = clock
         self.retention_ms = retention_ms(config) or 0
+        # Per table, the version a VACUUM left with no removed file still on disk: another
+        # VACUUM is needed only after a later commit (each costs seconds, whatever it finds).
+        self._clean: dict[str, int] = {}
 
     @property
     def enabled(self) -> bool:
@@ -301,11 +304,16 @@ class Eraser:
         covered: dict[str, int] = {}
         for name, table in self.tables.all().items():
             last = self._version(table)
+            if self._clean.get(name) == last:
+                covered[name] = last  # nothing committed since a VACUUM left it clean
+                continue
             if self.retention_ms == 0:
                 _after(self._commit_ms(table, last))  # Delta's cutoff is strictly after it
                 wall = max(wall, time.time_ns() // 1_000_000)
             table.delta(self.spark).vacuum()
             covered[name] = self._covered(table, wall - self.retention_ms)
+            if covered[name] >= last:
+                self._clean[name] = self._version(table)  # VACUUM may log commits of its own
         now = self.clock.now_ms()
         for r in rounds:
             if r["vacuumed_at"] is not None:
