@@ -56,6 +56,7 @@ def _partition(
         "output_next_horizon": _ts(output_horizon),
         "uncleanable_reason": uncleanable,
         "updated_at": _ts(NOW),
+        "erasure_from": None,
     }
     return tuple(row[f.name] for f in PARTITIONS_SCHEMA)
 

@@ -115,8 +115,8 @@ class Eraser:
         done = sorted({r["round"] for r in rounds if r["completed_at"] is not None})
         open_ = {r["round"] for r in rounds if r["completed_at"] is None}
         report.completed = [r for r in done if r not in open_]
-        if report.completed:
-            self._complete_deletes(report.completed, now)
+        if done:  # a partition done in a round still open elsewhere does not wait for it
+            self._complete_deletes(done, now)
         return report
 
     # -- opening -----------------------------------------------------------------------------
@@ -357,12 +357,13 @@ class Eraser:
     # -- completing --------------------------------------------------------------------------
 
     def _complete_deletes(self, round_ids: list[int], now: int) -> None:
-        """Give the delete rows of completed rounds their stage times and status, and the rows
-        whose expired key a round erased their ``tombstone_expired_at``."""
+        """Give the delete rows of the partitions these rounds completed their stage times and
+        status, and the rows whose expired key a round erased their ``tombstone_expired_at``."""
         ledger = self.tables.ledger.read(self.spark)
         rounds = (
             ledger.where(F.col("kind") == ROUND)
             .where(F.col("round").isin(round_ids))
+            .where(F.col("completed_at").isNotNull())
             .groupBy("round", "topic", "partition")
             .agg(*[F.max(f"{s}_at").alias(f"r_{s}") for s in ROUND_STAGES])
             .withColumn("r_completed", F.greatest(*[F.col(f"r_{s}") for s in ROUND_STAGES]))
