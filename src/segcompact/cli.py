@@ -213,6 +213,7 @@ def _verify_erasure(args: argparse.Namespace) -> int:
     config = _load(args.config)
     import base64
     import binascii
+    import dataclasses
 
     if args.key_b64 is not None:
         try:
@@ -253,9 +254,9 @@ def _verify_erasure(args: argparse.Namespace) -> int:
         "erased": result.erased,
         "key_hash": hashed,
         "live_offsets": sorted(live),
-        "found": [_finding(f) for f in result.found],
+        "found": [dataclasses.asdict(f) for f in result.found],
         "ledger": ledger,
-        "upstream": [_finding(f) for f in result.upstream],
+        "upstream": [dataclasses.asdict(f) for f in result.upstream],
         "notes": result.notes,
     }
     if args.format == "json":
@@ -275,10 +276,6 @@ def _verify_erasure(args: argparse.Namespace) -> int:
         for note in result.notes:
             print(f"  note: {note}")
     return 0 if result.erased else EXIT_DATA
-
-
-def _finding(f: Any) -> dict[str, Any]:
-    return {"kind": f.kind, "location": f.location, "offset": f.offset, "detail": f.detail}
 
 
 def _table(rows: list[dict[str, Any]]) -> str:

@@ -17,8 +17,8 @@ from segcompact.erasure.schedule import (
     ROUND_STAGES,
     STAGES,
     Status,
-    outcome,
     percentile,
+    row_outcome,
 )
 
 Row = Mapping[str, Any]
@@ -32,8 +32,7 @@ def iso(ms: int | None) -> str | None:
 
 def _judged(row: Row, required: Sequence[str], now: int) -> tuple[str, str | None, int | None]:
     """The row's status now: a pending row past its deadline is a breach already."""
-    stages = {s: row.get(f"{s}_at") for s in required}
-    result = outcome(stages, required, row["deadline"], now)
+    result = row_outcome(row, required, now)
     return result.status, result.breach_stage, result.completed_ms
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from segcompact.config.model import CompactorConfig, TopicConfig
 
@@ -103,6 +104,11 @@ def outcome(
             completed = _completed(stages, required)
             return Outcome(Status.BREACHED, completed, stage)
     return Outcome(Status.MET, _completed(stages, required), None)
+
+
+def row_outcome(row: Mapping[str, Any], required: Sequence[str], now_ms: int) -> Outcome:
+    """:func:`outcome` of a ledger row: its ``<stage>_at`` times and ``deadline`` in ms."""
+    return outcome({s: row.get(f"{s}_at") for s in required}, required, row["deadline"], now_ms)
 
 
 def _completed(stages: Mapping[str, int | None], required: Sequence[str]) -> int | None:

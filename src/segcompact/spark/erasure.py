@@ -31,7 +31,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from segcompact.clock import Clock
+from segcompact.clock import Clock, epoch_ms
 from segcompact.config import CompactorConfig
 from segcompact.erasure.schedule import (
     EXPIRED,
@@ -39,8 +39,9 @@ from segcompact.erasure.schedule import (
     STAGES,
     Status,
     erasure_due,
-    outcome,
     retention_ms,
+    row_outcome,
+    smallest_sla_ms,
 )
 from segcompact.spark.ledger import DELETE, ROUND, read_rows, upsert
 from segcompact.spark.materialize import Materializer, superseded_versions
@@ -80,10 +81,7 @@ class Eraser:
 
     @property
     def enabled(self) -> bool:
-        return any(
-            t.gdpr_deletion_sla_ms is not None
-            for t in (self.config.defaults, *self.config.topics.values())
-        )
+        return smallest_sla_ms(self.config) is not None
 
     def run(self, *, force: bool = False) -> RoundReport:
         """Open a round if anything is due (``force``: anything pending) and advance every open
@@ -103,8 +101,7 @@ class Eraser:
         self._vacuum(rounds, report)
         now = self.clock.now_ms()
         for r in rounds:
-            stages = {s: r[f"{s}_at"] for s in ROUND_STAGES}
-            result = outcome(stages, ROUND_STAGES, r["deadline"], now)
+            result = row_outcome(r, ROUND_STAGES, now)
             r.update(
                 status=result.status,
                 breach_stage=result.breach_stage,
@@ -148,7 +145,7 @@ class Eraser:
             add(r.topic, r.partition, r.horizon_ms)
         if not due:
             return None
-        target = {name: self._version(t) for name, t in self.tables.all().items()}
+        target = {name: t.version(self.spark) for name, t in self.tables.all().items()}
         ledger = self.tables.ledger.read(self.spark)
         last = ledger.agg(F.max("round")).first()
         round_id = int(last[0] or 0) + 1 if last is not None else 1
@@ -251,7 +248,7 @@ class Eraser:
         for name, table in self.tables.all().items():
             if table.properties(self.spark).get(_DV, "false").lower() == "true":
                 self.spark.sql(f"REORG TABLE {table.sql_name(self.spark)} APPLY (PURGE)")
-                purged = self._version(table)
+                purged = table.version(self.spark)
                 for r in todo:
                     r["table_versions"] = {**r["table_versions"], name: purged}
         for r in todo:
@@ -303,7 +300,7 @@ class Eraser:
         wall = time.time_ns() // 1_000_000
         covered: dict[str, int] = {}
         for name, table in self.tables.all().items():
-            last = self._version(table)
+            last = table.version(self.spark)
             if self._clean.get(name) == last:
                 covered[name] = last  # nothing committed since a VACUUM left it clean
                 continue
@@ -313,7 +310,7 @@ class Eraser:
             table.delta(self.spark).vacuum()
             covered[name] = self._covered(table, wall - self.retention_ms)
             if covered[name] >= last:
-                self._clean[name] = self._version(table)  # VACUUM may log commits of its own
+                self._clean[name] = table.version(self.spark)  # VACUUM may log commits of its own
         now = self.clock.now_ms()
         for r in rounds:
             if r["vacuumed_at"] is not None:
@@ -339,10 +336,6 @@ class Eraser:
             .first()
         )
         return int(newest[0]) if newest is not None and newest[0] is not None else -1
-
-    def _version(self, table: Table) -> int:
-        row = table.delta(self.spark).history(1).select("version").first()
-        return int(row[0]) if row is not None else 0
 
     def _commit_ms(self, table: Table, version: int) -> int:
         row = (
@@ -419,8 +412,8 @@ def _judge(deletes: DataFrame, now: int) -> DataFrame:
         for b in batches:
             rows = b.to_pylist()
             for r in rows:
-                stages = {s: _ms(r[f"{s}_at"]) for s in required}
-                result = outcome(stages, required, _ms(r["deadline"]) or 0, now)
+                millis = {c: epoch_ms(r[c]) for c in ("deadline", *(f"{s}_at" for s in required))}
+                result = row_outcome(millis, required, now)
                 r["status"] = result.status
                 r["breach_stage"] = result.breach_stage
                 r["completed_at"] = _from_ms(result.completed_ms)
@@ -428,10 +421,6 @@ def _judge(deletes: DataFrame, now: int) -> DataFrame:
             yield pa.RecordBatch.from_pylist(rows, schema=b.schema)
 
     return deletes.mapInArrow(judge, schema)
-
-
-def _ms(value: Any) -> int | None:
-    return None if value is None else int(value.timestamp() * 1000)
 
 
 def _from_ms(ms: int | None) -> Any:

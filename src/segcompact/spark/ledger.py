@@ -14,6 +14,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from segcompact.config import TopicConfig
 from segcompact.erasure.keyhash import key_hash
@@ -57,6 +58,8 @@ def record_deletes(
     there (a batch replayed) is left alone. ``seen``: the records were read in this batch (not
     graduated from the young table), so ``now`` is when segcompact first saw them."""
 
+    hashed_schema = to_arrow_schema(_HASHED)
+
     def hash_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             hashes = [
@@ -77,9 +80,7 @@ def record_deletes(
                     b.column("appended_ms"),
                     b.column("horizon_ms"),
                 ],
-                schema=pa.schema(
-                    [pa.field(f.name, _arrow_type(f.dataType), f.nullable) for f in _HASHED]
-                ),
+                schema=hashed_schema,
             )
 
     # A: the earlier of the record's timestamp and now (a producer clock ahead buys no time).
@@ -168,15 +169,6 @@ def upsert(spark: SparkSession, ledger: Table, rows: Sequence[Mapping[str, Any]]
         .whenNotMatchedInsertAll()
         .execute()
     )
-
-
-def _arrow_type(kind: T.DataType) -> pa.DataType:
-    types: dict[T.DataType, pa.DataType] = {
-        T.StringType(): pa.string(),
-        T.IntegerType(): pa.int32(),
-        T.LongType(): pa.int64(),
-    }
-    return types[kind]
 
 
 def ledger_rows(spark: SparkSession, ledger: Table) -> tuple[list[dict[str, Any]], ...]:

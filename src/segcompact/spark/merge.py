@@ -342,14 +342,13 @@ class BatchMerger:
             return
         if self.secret is None:
             raise ConfigError(f"{SECRET_VARIABLE} is needed for gdpr.deletion.sla.ms")
-        version = self.tables.state.delta(self.spark).history(1).select("version").first()
         record_deletes(
             self.spark,
             self.tables.ledger,
             tombstones,
             erased,
             self.secret,
-            state_version=0 if version is None else int(version[0]),
+            state_version=self.tables.state.version(self.spark),
             now=now,
             seen=seen,
         )

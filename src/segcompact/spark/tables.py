@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from segcompact.config import CompactorConfig, is_table_name
-from segcompact.erasure.schedule import EXPIRED, STAGES, retention_ms
+from segcompact.erasure.schedule import DAY_MS, EXPIRED, STAGES, retention_ms
 from segcompact.errors import ConfigError
 
 HEADERS = T.ArrayType(
@@ -208,6 +208,11 @@ class Table:
             pairs = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(changed.items()))
             spark.sql(f"ALTER TABLE {self.sql_name(spark)} SET TBLPROPERTIES ({pairs})")
 
+    def version(self, spark: SparkSession) -> int:
+        """The table's newest version."""
+        row = self.delta(spark).history(1).select("version").first()
+        return int(row[0]) if row is not None else 0
+
     def properties(self, spark: SparkSession) -> dict[str, str]:
         detail = self.delta(spark).detail().select("properties").first()
         return dict(detail[0] or {}) if detail is not None else {}
@@ -322,7 +327,7 @@ def retention_properties(retention: int | None) -> dict[str, str]:
     }
 
 
-LOG_RETENTION_MS = 30 * 86_400_000
+LOG_RETENTION_MS = 30 * DAY_MS  # Delta's default
 
 
 @contextmanager
