@@ -59,6 +59,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.once:
         compactor.run_once(on_batch=_progress())
         return 0
+    import logging
+
+    logging.basicConfig(format="segcompact: %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("segcompact").setLevel(logging.INFO)
     stop = GracefulStop()
     stop.install()
     query = compactor.start(once=False)

@@ -22,6 +22,8 @@ coverage check uses the wall clock, as Delta's VACUUM does.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -45,9 +47,18 @@ from segcompact.erasure.schedule import (
 )
 from segcompact.spark.ledger import DELETE, ROUND, read_rows, upsert
 from segcompact.spark.materialize import Materializer, superseded_versions
-from segcompact.spark.tables import Table, Tables, timestamp
+from segcompact.spark.tables import Tables, timestamp
 
 _DV = "delta.enableDeletionVectors"
+
+log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def _timed(step: str) -> Iterator[None]:
+    start = time.monotonic()
+    yield
+    log.info("erasure %s: %.1f s", step, time.monotonic() - start)
 
 
 @dataclass
@@ -90,15 +101,20 @@ class Eraser:
         if not self.enabled:
             return report
         now = self.clock.now_ms()
-        report.opened = self._open(now, force)
-        rounds = self._open_rounds()
+        with _timed("open"):
+            report.opened = self._open(now, force)
+            rounds = self._open_rounds()
         if not rounds:
             return report
         report.partitions = sorted({(r["topic"], r["partition"]) for r in rounds})
-        self._purge(rounds, now)
-        self._materialize(rounds)
-        self._remove_versions(rounds)
-        self._vacuum(rounds, report)
+        with _timed("purge"):
+            self._purge(rounds, now)
+        with _timed("materialize"):
+            self._materialize(rounds)
+        with _timed("remove versions"):
+            self._remove_versions(rounds)
+        with _timed("vacuum"):
+            self._vacuum(rounds, report)
         now = self.clock.now_ms()
         for r in rounds:
             result = row_outcome(r, ROUND_STAGES, now)
@@ -108,12 +124,14 @@ class Eraser:
                 completed_at=result.completed_ms,
                 updated_at=now,
             )
-        upsert(self.spark, self.tables.ledger, rounds)
+        with _timed("ledger"):
+            upsert(self.spark, self.tables.ledger, rounds)
         done = sorted({r["round"] for r in rounds if r["completed_at"] is not None})
         open_ = {r["round"] for r in rounds if r["completed_at"] is None}
         report.completed = [r for r in done if r not in open_]
         if done:  # a partition done in a round still open elsewhere does not wait for it
-            self._complete_deletes(done, now)
+            with _timed("complete deletes"):
+                self._complete_deletes(done, now)
         return report
 
     # -- opening -----------------------------------------------------------------------------
@@ -304,13 +322,19 @@ class Eraser:
             if self._clean.get(name) == last:
                 covered[name] = last  # nothing committed since a VACUUM left it clean
                 continue
+            since = min(
+                (r["table_versions"].get(name, last) for r in rounds if r["vacuumed_at"] is None),
+                default=last,
+            )
             if self.retention_ms == 0:
-                _after(self._commit_ms(table, last))  # Delta's cutoff is strictly after it
+                _after(table.commit_times(self.spark, last)[last])  # the cutoff is after it
                 wall = max(wall, time.time_ns() // 1_000_000)
-            table.delta(self.spark).vacuum()
-            covered[name] = self._covered(table, wall - self.retention_ms)
+            table.vacuum(self.spark)
+            cutoff = wall - self.retention_ms
+            times = table.commit_times(self.spark, since)
+            covered[name] = max((v for v, ms in times.items() if ms < cutoff), default=since - 1)
             if covered[name] >= last:
-                self._clean[name] = table.version(self.spark)  # VACUUM may log commits of its own
+                self._clean[name] = table.version(self.spark)  # VACUUM logs commits of its own
         now = self.clock.now_ms()
         for r in rounds:
             if r["vacuumed_at"] is not None:
@@ -324,28 +348,6 @@ class Eraser:
                 )
             else:
                 r["vacuumed_at"] = now
-
-    def _covered(self, table: Table, cutoff_ms: int) -> int:
-        """The newest version whose removed files VACUUM deletes with this cutoff: Delta deletes
-        a file once the commit that removed it is older than the cutoff."""
-        newest = (
-            table.delta(self.spark)
-            .history()
-            .where(F.unix_millis("timestamp") < F.lit(cutoff_ms))
-            .agg(F.max("version"))
-            .first()
-        )
-        return int(newest[0]) if newest is not None and newest[0] is not None else -1
-
-    def _commit_ms(self, table: Table, version: int) -> int:
-        row = (
-            table.delta(self.spark)
-            .history()
-            .where(F.col("version") == version)
-            .select(F.unix_millis("timestamp"))
-            .first()
-        )
-        return int(row[0]) if row is not None else 0
 
     # -- completing --------------------------------------------------------------------------
 

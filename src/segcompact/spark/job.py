@@ -7,6 +7,7 @@ call :func:`start_query` with a session and a loaded config.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -79,12 +80,21 @@ class Compactor:
 
         def batch(df: DataFrame, batch_id: int) -> None:
             self._enter_batch()
+            start = time.monotonic()
+            waited = 0.0
             try:
                 with self._writing:
+                    waited = time.monotonic() - start
                     self.merger(df, batch_id)
                     self.materializer.run()  # triggers are evaluated after every micro-batch
             finally:
                 self._in_batch = False
+            log.info(
+                "batch %d: %.1f s (%.1f s waiting for the upkeep)",
+                batch_id,
+                time.monotonic() - start,
+                waited,
+            )
             if on_batch is not None:
                 on_batch(batch_id)
 
@@ -126,10 +136,16 @@ class Compactor:
 
     def purge(self, *, force: bool = False) -> RoundReport:
         """The upkeep, with every pending erasure taken now when ``force``."""
+        start = time.monotonic()
         with self._writing:
+            waited = time.monotonic() - start
             self.merger.settle(self.clock.now_ms())
             self.materializer.run()
-            return self.eraser.run(force=force)
+            report = self.eraser.run(force=force)
+        took = time.monotonic() - start
+        if took >= 1:
+            log.info("upkeep: %.1f s (%.1f s waiting for a batch)", took, waited)
+        return report
 
     def run_once(self, on_batch: Callable[[int], None] | None = None) -> None:
         """Process everything available, then the upkeep that is due; return when done."""
@@ -137,6 +153,8 @@ class Compactor:
         _finish(query)
         self.upkeep()
 
+
+log = logging.getLogger(__name__)
 
 STOP_MARKER = "segcompact: stop requested"
 

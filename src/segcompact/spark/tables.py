@@ -15,6 +15,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from segcompact import delta_native
 from segcompact.config import CompactorConfig, is_table_name
 from segcompact.erasure.schedule import DAY_MS, EXPIRED, STAGES, retention_ms
 from segcompact.errors import ConfigError
@@ -208,14 +209,48 @@ class Table:
             pairs = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(changed.items()))
             spark.sql(f"ALTER TABLE {self.sql_name(spark)} SET TBLPROPERTIES ({pairs})")
 
+    def native(self, spark: SparkSession) -> delta_native.DeltaTable | None:
+        """The table through delta-rs when it is a path on the local file system; else None
+        (a catalog name, another file system: Spark reads it)."""
+        if not self.is_path:
+            return None
+        path = delta_native.local_path(qualify(spark, self.name))
+        return None if path is None else delta_native.open_table(path)
+
     def version(self, spark: SparkSession) -> int:
         """The table's newest version."""
+        native = self.native(spark)
+        if native is not None:
+            return int(native.version())
         row = self.delta(spark).history(1).select("version").first()
         return int(row[0]) if row is not None else 0
 
     def properties(self, spark: SparkSession) -> dict[str, str]:
+        native = self.native(spark)
+        if native is not None:
+            return dict(native.metadata().configuration)
         detail = self.delta(spark).detail().select("properties").first()
         return dict(detail[0] or {}) if detail is not None else {}
+
+    def commit_times(self, spark: SparkSession, since: int) -> dict[int, int]:
+        """Each commit's time in epoch ms, from version ``since`` on."""
+        native = self.native(spark)
+        if native is not None:
+            return delta_native.commit_times(native, since)
+        rows = (
+            self.delta(spark)
+            .history()
+            .where(F.col("version") >= since)
+            .select("version", F.unix_millis("timestamp"))
+            .collect()
+        )
+        return {int(r[0]): int(r[1]) for r in rows}
+
+    def vacuum(self, spark: SparkSession) -> None:
+        """VACUUM under the table's own retention, with Delta's retention check on."""
+        native = self.native(spark)
+        if native is None or not delta_native.vacuum(native):
+            self.delta(spark).vacuum()
 
     def sql_name(self, spark: SparkSession) -> str:
         """How SQL names the table: ``delta.`<path>``` or its catalog name."""
