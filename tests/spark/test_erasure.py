@@ -129,7 +129,7 @@ def test_deleted_and_overwritten_values_are_gone_by_the_deadline(
         (r.key, r.value) for r in properties
     }
 
-    clock.advance(SLA_MS // 2)  # erasure starts at half the SLA: the upkeep timer's work
+    clock.advance(SLA_MS // 2)  # erasure is due from a quarter of the SLA: the upkeep timer's work
     report = compactor.upkeep()
     assert report.opened is not None and report.completed == [report.opened], report.waiting
 

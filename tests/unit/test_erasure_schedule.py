@@ -71,9 +71,9 @@ def test_unnamed_tables_sit_beside_the_state_table() -> None:
     assert other.state.pending_table != cfg.state.pending_table
 
 
-def test_erasure_starts_at_half_the_sla() -> None:
-    assert not erasure_due(1_000, 100, 1_049)
-    assert erasure_due(1_000, 100, 1_050)
+def test_erasure_is_due_at_a_quarter_of_the_sla() -> None:
+    assert not erasure_due(1_000, 100, 1_024)
+    assert erasure_due(1_000, 100, 1_025)
 
 
 def test_outcome_met_breached_and_pending() -> None:

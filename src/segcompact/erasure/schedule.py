@@ -3,14 +3,16 @@
 The timeline of one deletion appended at A under an SLA of S (the README states it):
 
 - it is merged at the next micro-batch (``[stream] trigger_interval``, at most S/4);
-- erasure starts at A + S/2 (:data:`LEAD`): late enough that one round serves every deletion
-  that fell due since the last, early enough to leave half the SLA;
-- the upkeep that opens the round runs within ``materialize_check_interval_ms`` (at most S/4);
+- erasure is due at A + S/4 (:data:`LEAD`): late enough that one round serves every change
+  that fell due since the last, early enough to leave three quarters of the SLA;
+- the upkeep that opens the round runs within ``materialize_check_interval_ms`` (at most S/4),
+  so by S/2; the round's target is every table's version then;
 - VACUUM removes files once ``delta.deletedFileRetentionDuration`` has passed since the commit
-  that removed them (at most S/4, :func:`retention_ms`);
+  that removed them (at most S/4, :func:`retention_ms`), so the target is covered by 3/4 S;
 
-so a round completes by 3/4 S, and the last quarter is the margin for the work itself (REORG,
-VACUUM, re-materialisation, removal of old output versions) and retries.
+and the last quarter is the margin for the work itself (REORG, re-materialisation, removal of
+old output versions, the VACUUMs, the ledger's commits), micro-batches run in between, and
+retries.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from segcompact.config.model import CompactorConfig, TopicConfig
 
 DAY_MS = 86_400_000
 MAX_RETENTION_MS = 7 * DAY_MS  # Delta's own default: never keep removed files longer
-LEAD = 2  # erasure starts at 1/LEAD of the SLA
+LEAD = 4  # erasure is due at 1/LEAD of the SLA
 QUARTER = 4  # each wait in the timeline takes at most 1/QUARTER of the SLA
 
 # The stages of an erasure, in the order a round does them; a deletion's time to erasure ends
@@ -71,8 +73,8 @@ def unreachable(config: CompactorConfig, trigger_ms: int) -> str | None:
         if value > quarter:
             return (
                 f"gdpr.deletion.sla.ms = {sla} cannot be met: {name} is {value} ms, expected at "
-                f"most a quarter of the SLA ({quarter} ms; erasure starts at half the SLA and "
-                "each wait may take a quarter)"
+                f"most a quarter of the SLA ({quarter} ms; erasure is due at a quarter of the SLA "
+                "and each wait may take a quarter)"
             )
     return None
 

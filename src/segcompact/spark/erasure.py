@@ -25,12 +25,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from segcompact.clock import Clock, epoch_ms
@@ -45,9 +45,9 @@ from segcompact.erasure.schedule import (
     row_outcome,
     smallest_sla_ms,
 )
-from segcompact.spark.ledger import DELETE, ROUND, read_rows, upsert
+from segcompact.spark.ledger import DELETE, ROUND, read_rows, rows_frame, upsert
 from segcompact.spark.materialize import Materializer, superseded_versions
-from segcompact.spark.tables import Tables, timestamp
+from segcompact.spark.tables import LEDGER_SCHEMA, Tables, timestamp
 
 _DV = "delta.enableDeletionVectors"
 
@@ -86,6 +86,7 @@ class Eraser:
         self.materializer = materializer
         self.clock = clock
         self.retention_ms = retention_ms(config) or 0
+        self._last_round: int | None = None
         # Per table, the version a VACUUM left with no removed file still on disk: another
         # VACUUM is needed only after a later commit (each costs seconds, whatever it finds).
         self._clean: dict[str, int] = {}
@@ -102,10 +103,14 @@ class Eraser:
             return report
         now = self.clock.now_ms()
         with _timed("open"):
-            report.opened = self._open(now, force)
             rounds = self._open_rounds()
+            opened = self._open(now, force)
+        if opened:
+            report.opened = opened[0]["round"]
+            rounds += opened
         if not rounds:
             return report
+        before = [dict(r) for r in rounds]
         report.partitions = sorted({(r["topic"], r["partition"]) for r in rounds})
         with _timed("purge"):
             self._purge(rounds, now)
@@ -122,22 +127,23 @@ class Eraser:
                 status=result.status,
                 breach_stage=result.breach_stage,
                 completed_at=result.completed_ms,
-                updated_at=now,
             )
+        changed = [r for r, was in zip(rounds, before, strict=True) if r != was]
+        for r in changed:
+            r["updated_at"] = now
+        finished = [r for r in changed if r["completed_at"] is not None]
         with _timed("ledger"):
-            upsert(self.spark, self.tables.ledger, rounds)
-        done = sorted({r["round"] for r in rounds if r["completed_at"] is not None})
+            self._record(changed, finished, now)
+        done = {r["round"] for r in rounds if r["completed_at"] is not None}
         open_ = {r["round"] for r in rounds if r["completed_at"] is None}
-        report.completed = [r for r in done if r not in open_]
-        if done:  # a partition done in a round still open elsewhere does not wait for it
-            with _timed("complete deletes"):
-                self._complete_deletes(done, now)
+        report.completed = sorted(done - open_)
         return report
 
     # -- opening -----------------------------------------------------------------------------
 
-    def _open(self, now: int, force: bool) -> int | None:
-        """Open a round for every partition whose erasure is due; its id, or None."""
+    def _open(self, now: int, force: bool) -> list[dict[str, Any]]:
+        """Open a round for every partition whose erasure is due: its new rows (none if
+        nothing is due)."""
         due: dict[tuple[str, int], tuple[int, int]] = {}  # (appended, deadline) per partition
 
         def add(topic: str, partition: int, appended: int) -> None:
@@ -162,33 +168,38 @@ class Eraser:
         ):
             add(r.topic, r.partition, r.horizon_ms)
         if not due:
-            return None
+            return []
         target = {name: t.version(self.spark) for name, t in self.tables.all().items()}
-        ledger = self.tables.ledger.read(self.spark)
-        last = ledger.agg(F.max("round")).first()
-        round_id = int(last[0] or 0) + 1 if last is not None else 1
-        upsert(
-            self.spark,
-            self.tables.ledger,
-            [
-                {
-                    "kind": ROUND,
-                    "topic": t,
-                    "partition": p,
-                    "appended_at": appended,
-                    "deadline": deadline,
-                    "round": round_id,
-                    "table_versions": target,
-                    "status": Status.PENDING,
-                    "updated_at": now,
-                }
-                for (t, p), (appended, deadline) in sorted(due.items())
-            ],
-        )
-        self._assign(round_id, sorted(due), target["state"], now)
+        round_id = self._next_round()
+        blank = dict.fromkeys(LEDGER_SCHEMA.fieldNames())
+        rows = [
+            {
+                **blank,
+                "kind": ROUND,
+                "topic": t,
+                "partition": p,
+                "appended_at": appended,
+                "deadline": deadline,
+                "round": round_id,
+                "table_versions": target,
+                "status": Status.PENDING,
+                "updated_at": now,
+            }
+            for (t, p), (appended, deadline) in sorted(due.items())
+        ]
+        self._write_round(rows, target["state"], now)
         # Last: a crash before this leaves the marks, and the next round takes them again.
         self._clear_marks({k: v for k, v in marks.items() if k in due})
-        return round_id
+        return rows
+
+    def _next_round(self) -> int:
+        """The next round's id: one more than the ledger's newest (read once, then counted:
+        one writer at a time)."""
+        if self._last_round is None:
+            last = self.tables.ledger.read(self.spark).agg(F.max("round")).first()
+            self._last_round = int(last[0] or 0) if last is not None else 0
+        self._last_round += 1
+        return self._last_round
 
     def _expired(self, now: int) -> DataFrame:
         """Delete rows whose tombstone has left the state and whose key is not yet erased."""
@@ -199,14 +210,12 @@ class Eraser:
             .where(F.col("expiry_round").isNull())
         )
 
-    def _assign(
-        self, round_id: int, parts: Sequence[tuple[str, int]], state_version: int, now: int
-    ) -> None:
-        """The round erases the older values of the deletes merged up to its target, and the
-        keys of those whose tombstone has expired."""
-        source = self.spark.createDataFrame(
-            [(t, p) for t, p in parts], "topic string, partition int"
-        )
+    def _write_round(self, rows: list[dict[str, Any]], state_version: int, now: int) -> None:
+        """One commit: the round's rows, and the round set on the delete rows whose older
+        values it erases (merged up to its target) and on those whose tombstone has expired."""
+        round_id = rows[0]["round"]
+        assign = [{**r, "kind": DELETE} for r in rows]  # matches the partition's delete rows
+        source = rows_frame(self.spark, [*rows, *assign])
         older = F.col("t.round").isNull() & (F.col("t.state_version") <= F.lit(state_version))
         expired = F.col("t.expiry_round").isNull() & (F.col("t.horizon") <= timestamp(now))
         (
@@ -214,10 +223,11 @@ class Eraser:
             .alias("t")
             .merge(
                 source.alias("s"),
-                "t.kind = 'delete' AND t.topic = s.topic AND t.partition = s.partition",
+                "t.kind = s.kind AND t.topic = s.topic AND t.partition = s.partition "
+                "AND (t.kind = 'delete' OR t.round = s.round)",
             )
             .whenMatchedUpdate(
-                condition=older | expired,
+                condition=(F.col("s.kind") == DELETE) & (older | expired),
                 set={
                     "round": F.when(older, F.lit(round_id)).otherwise(F.col("t.round")),
                     "expiry_round": F.when(expired, F.lit(round_id)).otherwise(
@@ -225,6 +235,7 @@ class Eraser:
                     ),
                 },
             )
+            .whenNotMatchedInsertAll(condition=F.col("s.kind") == ROUND)
             .execute()
         )
 
@@ -289,15 +300,16 @@ class Eraser:
                 r["error"] = "not re-materialised: the partition's input is uncleanable"
 
     def _remove_versions(self, rounds: list[dict[str, Any]]) -> None:
+        todo = [r for r in rounds if r["materialized_at"] and r["versions_removed_at"] is None]
+        if not todo:
+            return
         published = {
             (x.topic, x.partition): x.materialized_version
             for x in self.tables.partitions.read(self.spark)
             .select("topic", "partition", "materialized_version")
             .collect()
         }
-        for r in rounds:
-            if r["materialized_at"] is None or r["versions_removed_at"] is not None:
-                continue
+        for r in todo:
             keep = published.get((r["topic"], r["partition"]))
             left = superseded_versions(
                 self.config.output.path,
@@ -351,58 +363,78 @@ class Eraser:
 
     # -- completing --------------------------------------------------------------------------
 
-    def _complete_deletes(self, round_ids: list[int], now: int) -> None:
-        """Give the delete rows of the partitions these rounds completed their stage times and
-        status, and the rows whose expired key a round erased their ``tombstone_expired_at``."""
-        ledger = self.tables.ledger.read(self.spark)
-        rounds = (
-            ledger.where(F.col("kind") == ROUND)
-            .where(F.col("round").isin(round_ids))
-            .where(F.col("completed_at").isNotNull())
-            .groupBy("round", "topic", "partition")
-            .agg(*[F.max(f"{s}_at").alias(f"r_{s}") for s in ROUND_STAGES])
-            .withColumn("r_completed", F.greatest(*[F.col(f"r_{s}") for s in ROUND_STAGES]))
-        )
-        deletes = ledger.where(F.col("kind") == DELETE)
-        older = deletes.where(F.col("round").isin(round_ids)).where(F.col("completed_at").isNull())
-        stamped = older.join(rounds, ["round", "topic", "partition"]).select(
-            *[
-                F.col(f"r_{c[:-3]}").alias(c)
-                if c[:-3] in ROUND_STAGES and c.endswith("_at")
-                else F.col(c)
-                for c in older.columns
-            ]
-        )
-        judged = _judge(stamped, now)
-        expired = (
-            deletes.where(F.col("expiry_round").isin(round_ids))
-            .where(F.col(f"{EXPIRED}_at").isNull())
-            .alias("d")
-            .join(
-                rounds.alias("r"),
-                (F.col("d.expiry_round") == F.col("r.round"))
-                & (F.col("d.topic") == F.col("r.topic"))
-                & (F.col("d.partition") == F.col("r.partition")),
-            )
-            .select(
-                *[
-                    F.col("r.r_completed").alias(c) if c == f"{EXPIRED}_at" else F.col(f"d.{c}")
-                    for c in deletes.columns
-                ]
-            )
-        )
-        for part in (judged, expired):
-            (
-                self.tables.ledger.delta(self.spark)
-                .alias("t")
-                .merge(
-                    part.alias("s"),
-                    "t.kind = 'delete' AND t.topic = s.topic AND t.partition = s.partition "
-                    "AND t.key_hash = s.key_hash AND t.offset = s.offset",
+    def _record(
+        self, changed: list[dict[str, Any]], finished: list[dict[str, Any]], now: int
+    ) -> None:
+        """One commit: the round rows that changed and, for the partitions a round just
+        finished, their delete rows' stage times and status, and the ``tombstone_expired_at``
+        of the rows whose expired key it erased. A partition done in a round still open
+        elsewhere does not wait for the others."""
+        if not changed:
+            return
+        source = rows_frame(self.spark, changed)
+        if finished:
+            source = source.unionByName(self._finished_deletes(finished, now))
+        upsert(self.spark, self.tables.ledger, source)
+
+    def _finished_deletes(self, finished: list[dict[str, Any]], now: int) -> DataFrame:
+        stage_cols = [f"{s}_at" for s in ROUND_STAGES]
+        stages = self.spark.createDataFrame(
+            [
+                (
+                    r["round"],
+                    r["topic"],
+                    r["partition"],
+                    r["completed_at"],
+                    *(r[c] for c in stage_cols),
                 )
-                .whenMatchedUpdateAll()
-                .execute()
+                for r in finished
+            ],
+            "r_round long, r_topic string, r_partition int, r_completed long, "
+            + ", ".join(f"r_{c} long" for c in stage_cols),
+        )
+        expiry = stages.select(
+            F.col("r_round").alias("e_round"),
+            F.col("r_topic").alias("e_topic"),
+            F.col("r_partition").alias("e_partition"),
+            F.col("r_completed").alias("e_completed"),
+        )
+        ids = sorted({r["round"] for r in finished})
+        expired_at = f"{EXPIRED}_at"
+        deletes = (
+            self.tables.ledger.read(self.spark)
+            .where(F.col("kind") == DELETE)
+            .where(
+                (F.col("round").isin(ids) & F.col("completed_at").isNull())
+                | (F.col("expiry_round").isin(ids) & F.col(expired_at).isNull())
             )
+        )
+        joined = deletes.join(
+            stages,
+            (F.col("round") == F.col("r_round"))
+            & (F.col("topic") == F.col("r_topic"))
+            & (F.col("partition") == F.col("r_partition"))
+            & F.col("completed_at").isNull(),
+            "left",
+        ).join(
+            expiry,
+            (F.col("expiry_round") == F.col("e_round"))
+            & (F.col("topic") == F.col("e_topic"))
+            & (F.col("partition") == F.col("e_partition"))
+            & F.col(expired_at).isNull(),
+            "left",
+        )
+
+        def column(c: str) -> Column:
+            if c in stage_cols:
+                stamped = F.timestamp_millis(F.col(f"r_{c}"))
+                return F.when(F.col("r_round").isNotNull(), stamped).otherwise(F.col(c)).alias(c)
+            if c == expired_at:
+                stamped = F.timestamp_millis(F.col("e_completed"))
+                return F.when(F.col("e_round").isNotNull(), stamped).otherwise(F.col(c)).alias(c)
+            return F.col(c)
+
+        return _judge(joined.select(*[column(c) for c in deletes.columns]), now)
 
 
 def _judge(deletes: DataFrame, now: int) -> DataFrame:

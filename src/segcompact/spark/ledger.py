@@ -150,12 +150,9 @@ def rows_frame(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) -> DataFr
     )
 
 
-def upsert(spark: SparkSession, ledger: Table, rows: Sequence[Mapping[str, Any]]) -> None:
+def upsert(spark: SparkSession, ledger: Table, source: DataFrame) -> None:
     """Write whole rows, matched on what identifies them: a delete by its tombstone, a round's
     row by its round and partition."""
-    if not rows:
-        return
-    source = rows_frame(spark, rows)
     (
         ledger.delta(spark)
         .alias("t")
