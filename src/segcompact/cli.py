@@ -66,7 +66,7 @@ def _run(args: argparse.Namespace) -> int:
     stop = GracefulStop()
     stop.install()
     query = compactor.start(once=False)
-    stop.wait(compactor, query, config.stream.materialize_check_interval_ms)
+    stop.wait(compactor, query)
     return 0
 
 

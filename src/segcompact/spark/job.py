@@ -37,7 +37,7 @@ def manifest_dir(config: CompactorConfig) -> str:
 
 
 class Compactor:
-    """The compactor on one session: its streaming query and the upkeep between batches."""
+    """The compactor on one session: its streaming query and the upkeep, after a batch or idle."""
 
     def __init__(
         self,
@@ -57,6 +57,10 @@ class Compactor:
         self.merger = BatchMerger(spark, self.tables, config, self.clock, secret=secret)
         self.materializer = Materializer(spark, config, self.tables, self.clock, remove_tree)
         self.eraser = Eraser(spark, config, self.tables, self.materializer, self.clock)
+        # The upkeep runs at most this often: after a micro-batch of the continuous query, in
+        # its thread, or from the idle timer (GracefulStop.wait) when no batch comes.
+        self._upkeep_every = config.stream.materialize_check_interval_ms / 1000
+        self._next_upkeep = time.monotonic() + self._upkeep_every
         # One writer at a time: a batch and the upkeep timer run on different threads, and
         # Delta's idempotent-write ids are session settings every thread would pick up.
         self._writing = threading.Lock()
@@ -85,8 +89,14 @@ class Compactor:
             try:
                 with self._writing:
                     waited = time.monotonic() - start
-                    self.merger(df, batch_id)
-                    self.materializer.run()  # triggers are evaluated after every micro-batch
+                    self.merger(df, batch_id)  # settles what time alone changes, too
+                    # The upkeep before the next batch is planned: a segment that arrives
+                    # meanwhile is in that batch, not in the one after a timer's upkeep that
+                    # waited for this batch. Else only the materialisation triggers.
+                    if not once and time.monotonic() >= self._next_upkeep:
+                        self._upkeep(settled=True)
+                    else:
+                        self.materializer.run()
             finally:
                 self._in_batch = False
             log.info(
@@ -134,17 +144,29 @@ class Compactor:
         log start) are re-materialised, and erasure rounds whose deadlines near are run."""
         return self.purge()
 
+    def upkeep_if_due(self) -> RoundReport | None:
+        """The upkeep, unless a micro-batch ran it less than ``materialize_check_interval_ms``
+        ago (the idle timer's call)."""
+        with self._writing:
+            if time.monotonic() < self._next_upkeep:
+                return None
+            return self._upkeep()
+
     def purge(self, *, force: bool = False) -> RoundReport:
         """The upkeep, with every pending erasure taken now when ``force``."""
-        start = time.monotonic()
         with self._writing:
-            waited = time.monotonic() - start
+            return self._upkeep(force=force)
+
+    def _upkeep(self, *, force: bool = False, settled: bool = False) -> RoundReport:
+        start = time.monotonic()
+        if not settled:
             self.merger.settle(self.clock.now_ms())
-            self.materializer.run()
-            report = self.eraser.run(force=force)
-        took = time.monotonic() - start
+        self.materializer.run()
+        report = self.eraser.run(force=force)
+        self._next_upkeep = time.monotonic() + self._upkeep_every
+        took = self._next_upkeep - self._upkeep_every - start
         if took >= 1:
-            log.info("upkeep: %.1f s (%.1f s waiting for a batch)", took, waited)
+            log.info("upkeep: %.1f s", took)
         return report
 
     def run_once(self, on_batch: Callable[[int], None] | None = None) -> None:
@@ -200,10 +222,10 @@ class GracefulStop:
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.requested.set()
 
-    def wait(self, compactor: Compactor, query: StreamingQuery, interval_ms: int) -> None:
-        """Until the query ends: run the compactor's upkeep every ``interval_ms``; on a stop
-        request, stop after the batch in flight. Polls once a second."""
-        due = time.monotonic() + interval_ms / 1000
+    def wait(self, compactor: Compactor, query: StreamingQuery) -> None:
+        """Until the query ends: run the compactor's upkeep when due while no micro-batch runs
+        (a batch runs it itself); on a stop request, stop after the batch in flight. Polls once
+        a second."""
         while query.isActive:
             with contextlib.suppress(Exception):  # a failed query: reported by _finish
                 query.awaitTermination(1)
@@ -212,7 +234,6 @@ class GracefulStop:
                 compactor.request_stop(active)
                 if not active:
                     query.stop()
-            elif query.isActive and time.monotonic() >= due:
-                compactor.upkeep()
-                due = time.monotonic() + interval_ms / 1000
+            elif query.isActive and not query.status["isTriggerActive"]:
+                compactor.upkeep_if_due()  # idle: no batch will run it
         _finish(query)
