@@ -61,8 +61,14 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     import logging
 
-    logging.basicConfig(format="segcompact: %(name)s: %(message)s", stream=sys.stderr)
-    logging.getLogger("segcompact").setLevel(logging.INFO)
+    # segcompact's own progress lines only: py4j's logger (which reports a refused batch with
+    # a traceback) keeps its silence.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("segcompact: %(name)s: %(message)s"))
+    logger = logging.getLogger("segcompact")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
     stop = GracefulStop()
     stop.install()
     query = compactor.start(once=False)

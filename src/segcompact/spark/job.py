@@ -118,6 +118,9 @@ class Compactor:
             writer = writer.trigger(availableNow=True)
         else:
             writer = writer.trigger(processingTime=self.config.stream.trigger_interval)
+            # What is due first (a round a stop left open completes); it also warms the JVM's
+            # Delta paths before the first batch's deadlines start counting on them.
+            self.upkeep()
         return writer.start()
 
     def request_stop(self, trigger_active: bool) -> None:
