@@ -76,6 +76,14 @@ def test_erasure_is_due_at_a_quarter_of_the_sla() -> None:
     assert erasure_due(1_000, 100, 1_025)
 
 
+def test_erasure_due_before_the_next_upkeep_is_due_now() -> None:
+    assert erasure_due(1_000, 100, 1_015, ahead_ms=10)
+    assert not erasure_due(1_000, 100, 1_014, ahead_ms=10)
+    # Never more than a quarter of the SLA ahead: a change is not erased the moment it lands.
+    assert erasure_due(1_000, 100, 1_000, ahead_ms=1_000)
+    assert not erasure_due(1_000, 100, 999, ahead_ms=1_000)
+
+
 def test_outcome_met_breached_and_pending() -> None:
     done = {s: 10 * i for i, s in enumerate(STAGES)}
     assert outcome(done, STAGES, 100, 200) == outcome(done, STAGES, 50, 0).__class__(

@@ -79,9 +79,11 @@ def unreachable(config: CompactorConfig, trigger_ms: int) -> str | None:
     return None
 
 
-def erasure_due(appended_ms: int, sla_ms: int, now_ms: int) -> bool:
-    """Whether the erasure of values superseded at ``appended_ms`` is due."""
-    return now_ms >= appended_ms + sla_ms // LEAD
+def erasure_due(appended_ms: int, sla_ms: int, now_ms: int, ahead_ms: int = 0) -> bool:
+    """Whether the erasure of values superseded at ``appended_ms`` is due, or falls due within
+    ``ahead_ms`` (until the next upkeep, at most a quarter of the SLA): a change that would
+    fall due just after this round must not wait for the next one."""
+    return now_ms + min(ahead_ms, sla_ms // QUARTER) >= appended_ms + sla_ms // LEAD
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,6 +87,8 @@ class Eraser:
         self.clock = clock
         self.retention_ms = retention_ms(config) or 0
         self._last_round: int | None = None
+        self._last_run: int | None = None
+        self._period = 0
         # Per table, the version a VACUUM left with no removed file still on disk: another
         # VACUUM is needed only after a later commit (each costs seconds, whatever it finds).
         self._clean: dict[str, int] = {}
@@ -102,6 +104,9 @@ class Eraser:
         if not self.enabled:
             return report
         now = self.clock.now_ms()
+        # How long until the next run, guessed from the last two (what is due by then is due).
+        self._period = 0 if self._last_run is None else now - self._last_run
+        self._last_run = now
         with _timed("open"):
             rounds = self._open_rounds()
             opened = self._open(now, force)
@@ -148,7 +153,7 @@ class Eraser:
 
         def add(topic: str, partition: int, appended: int) -> None:
             sla = self.config.topic(topic).gdpr_deletion_sla_ms
-            if sla is None or not (force or erasure_due(appended, sla, now)):
+            if sla is None or not (force or erasure_due(appended, sla, now, self._period)):
                 return
             a, d = due.get((topic, partition), (appended, appended + sla))
             due[(topic, partition)] = (min(a, appended), min(d, appended + sla))
