@@ -88,7 +88,6 @@ class Eraser:
         self.retention_ms = retention_ms(config) or 0
         self._last_round: int | None = None
         self._last_run: int | None = None
-        self._period = 0
         # Per table, the version a VACUUM left with no removed file still on disk: another
         # VACUUM is needed only after a later commit (each costs seconds, whatever it finds).
         self._clean: dict[str, int] = {}
@@ -105,11 +104,11 @@ class Eraser:
             return report
         now = self.clock.now_ms()
         # How long until the next run, guessed from the last two (what is due by then is due).
-        self._period = 0 if self._last_run is None else now - self._last_run
+        ahead = 0 if self._last_run is None else now - self._last_run
         self._last_run = now
         with _timed("open"):
             rounds = self._open_rounds()
-            opened = self._open(now, force)
+            opened = self._open(now, force, ahead)
         if opened:
             report.opened = opened[0]["round"]
             rounds += opened
@@ -136,9 +135,8 @@ class Eraser:
         changed = [r for r, was in zip(rounds, before, strict=True) if r != was]
         for r in changed:
             r["updated_at"] = now
-        finished = [r for r in changed if r["completed_at"] is not None]
         with _timed("ledger"):
-            self._record(changed, finished, now)
+            self._record(changed, now)
         done = {r["round"] for r in rounds if r["completed_at"] is not None}
         open_ = {r["round"] for r in rounds if r["completed_at"] is None}
         report.completed = sorted(done - open_)
@@ -146,14 +144,14 @@ class Eraser:
 
     # -- opening -----------------------------------------------------------------------------
 
-    def _open(self, now: int, force: bool) -> list[dict[str, Any]]:
-        """Open a round for every partition whose erasure is due: its new rows (none if
-        nothing is due)."""
+    def _open(self, now: int, force: bool, ahead: int) -> list[dict[str, Any]]:
+        """Open a round for every partition whose erasure is due, or falls due within
+        ``ahead`` ms: its new rows (none if nothing is due)."""
         due: dict[tuple[str, int], tuple[int, int]] = {}  # (appended, deadline) per partition
 
         def add(topic: str, partition: int, appended: int) -> None:
             sla = self.config.topic(topic).gdpr_deletion_sla_ms
-            if sla is None or not (force or erasure_due(appended, sla, now, self._period)):
+            if sla is None or not (force or erasure_due(appended, sla, now, ahead)):
                 return
             a, d = due.get((topic, partition), (appended, appended + sla))
             due[(topic, partition)] = (min(a, appended), min(d, appended + sla))
@@ -368,9 +366,7 @@ class Eraser:
 
     # -- completing --------------------------------------------------------------------------
 
-    def _record(
-        self, changed: list[dict[str, Any]], finished: list[dict[str, Any]], now: int
-    ) -> None:
+    def _record(self, changed: list[dict[str, Any]], now: int) -> None:
         """One commit: the round rows that changed and, for the partitions a round just
         finished, their delete rows' stage times and status, and the ``tombstone_expired_at``
         of the rows whose expired key it erased. A partition done in a round still open
@@ -378,6 +374,7 @@ class Eraser:
         if not changed:
             return
         source = rows_frame(self.spark, changed)
+        finished = [r for r in changed if r["completed_at"] is not None]
         if finished:
             source = source.unionByName(self._finished_deletes(finished, now))
         upsert(self.spark, self.tables.ledger, source)
