@@ -1,15 +1,21 @@
 """Delta tables on the local file system read and vacuumed by delta-rs, without the JVM.
 
-Opening a table, its version, properties and commit times, and VACUUM take milliseconds here
-against seconds of Spark jobs each, which an erasure round pays for every table. Spark writes
-the tables; delta-rs only reads their log and, for VACUUM, removes files and logs the
-``VACUUM START``/``VACUUM END`` commits Delta's own VACUUM logs.
+Opening a table, its version, properties and commit times, reading a small table's rows, and
+VACUUM take milliseconds here against a second or more of Spark jobs each, which every upkeep
+pays for several tables. Spark writes the tables; delta-rs only reads them and, for VACUUM,
+removes files and logs the ``VACUUM START``/``VACUUM END`` commits Delta's own VACUUM logs.
+What delta-rs cannot read or write (deletion vectors, for one) raises ``DeltaProtocolError``:
+the callers then ask Spark.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import unquote, urlparse
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaProtocolError
 
@@ -39,6 +45,37 @@ def commit_times(table: DeltaTable, since: int) -> dict[int, int]:
     }
 
 
+def read(
+    table: DeltaTable, columns: Sequence[str] | None, where: pc.Expression | None
+) -> pa.Table | None:
+    """The live rows matching ``where`` (all when None), ``columns`` only (all when None); None
+    when delta-rs cannot read this table's protocol."""
+    try:
+        return table.to_pyarrow_table(
+            columns=None if columns is None else list(columns), filters=where
+        )
+    except DeltaProtocolError:
+        return None
+
+
+def smallest(table: DeltaTable, column: str) -> Any:
+    """The smallest non-null value of the top-level ``column`` among the live rows, from the
+    files' statistics in the log (no data file is read); None when no row holds one. Raises
+    ``LookupError`` when a file that may hold one has no statistics for it."""
+    files = pa.table(table.get_add_actions(flatten=True))
+    least, nulls = f"min.{column}", f"null_count.{column}"
+    if files.num_rows == 0:
+        return None
+    if least not in files.column_names or nulls not in files.column_names:
+        raise LookupError(f"no statistics for {column}")
+    unknown = pc.field(least).is_null() & (
+        pc.field(nulls).is_null() | (pc.field(nulls) < pc.field("num_records"))
+    )
+    if files.filter(unknown).num_rows:
+        raise LookupError(f"a file without statistics for {column}")
+    return pc.min(files.column(least)).as_py()
+
+
 def vacuum(table: DeltaTable) -> bool:
     """VACUUM with the table's own ``delta.deletedFileRetentionDuration`` and the retention check
     on, files unknown to the log included (what a failed write left). False when delta-rs cannot
@@ -50,4 +87,4 @@ def vacuum(table: DeltaTable) -> bool:
     return True
 
 
-__all__ = ["DeltaTable", "commit_times", "local_path", "open_table", "vacuum"]
+__all__ = ["DeltaTable", "commit_times", "local_path", "open_table", "read", "smallest", "vacuum"]

@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
 from deltalake import write_deltalake
 
 from segcompact import delta_native
@@ -44,3 +46,35 @@ def test_local_path_of_a_location() -> None:
     assert delta_native.local_path("/tmp/state") == "/tmp/state"
     assert delta_native.local_path("s3a://bucket/state") is None
     assert delta_native.local_path("dbfs:/state") is None
+
+
+def test_read_filters_rows_and_columns_and_refuses_deletion_vectors(tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    write_deltalake(str(table), pa.table({"k": [1, 2, 3], "v": ["a", "b", "c"]}))
+    rows = delta_native.read(delta_native.open_table(str(table)), ["k"], pc.field("k") >= 2)
+    assert rows is not None and rows.to_pylist() == [{"k": 2}, {"k": 3}]
+
+    dv = tmp_path / "dv"
+    config = {"delta.enableDeletionVectors": "true"}
+    write_deltalake(str(dv), pa.table({"k": [1]}), configuration=config)
+    assert delta_native.read(delta_native.open_table(str(dv)), None, None) is None, (
+        "delta-rs cannot read deletion vectors: the caller must ask Spark"
+    )
+
+
+def test_smallest_from_file_statistics(tmp_path: Path) -> None:
+    table = tmp_path / "t"
+    ts = pa.timestamp("us", tz="UTC")
+    write_deltalake(str(table), pa.table({"h": pa.array([None, None], ts)}))
+    opened = delta_native.open_table(str(table))
+    assert delta_native.smallest(opened, "h") is None, "a file of nulls holds no value"
+    write_deltalake(str(table), pa.table({"h": pa.array([5_000_000, None], ts)}), mode="append")
+    write_deltalake(str(table), pa.table({"h": pa.array([9_000_000], ts)}), mode="append")
+    least = delta_native.smallest(delta_native.open_table(str(table)), "h")
+    assert least is not None and least.timestamp() == 5.0
+
+    bare = tmp_path / "bare"
+    config = {"delta.dataSkippingNumIndexedCols": "0"}
+    write_deltalake(str(bare), pa.table({"h": pa.array([1], ts)}), configuration=config)
+    with pytest.raises(LookupError):
+        delta_native.smallest(delta_native.open_table(str(bare)), "h")

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -97,10 +98,12 @@ class Eraser:
         return smallest_sla_ms(self.config) is not None
 
     def run(self, *, force: bool = False) -> RoundReport:
-        """Open a round if anything is due (``force``: anything pending) and advance every open
-        round as far as it can go now."""
+        """The upkeep's materialisation and erasure: open a round if anything is due
+        (``force``: anything pending), advance every open round as far as it can go now, and
+        re-materialise the partitions that are due, the rounds' among them, in one pass."""
         report = RoundReport()
         if not self.enabled:
+            self.materializer.run()
             return report
         now = self.clock.now_ms()
         # How long until the next run, guessed from the last two (what is due by then is due).
@@ -113,6 +116,7 @@ class Eraser:
             report.opened = opened[0]["round"]
             rounds += opened
         if not rounds:
+            self.materializer.run()
             return report
         before = [dict(r) for r in rounds]
         report.partitions = sorted({(r["topic"], r["partition"]) for r in rounds})
@@ -156,20 +160,18 @@ class Eraser:
             a, d = due.get((topic, partition), (appended, appended + sla))
             due[(topic, partition)] = (min(a, appended), min(d, appended + sla))
 
-        parts = self.tables.partitions.read(self.spark).where(F.col("erasure_from").isNotNull())
         marks = {}
-        for r in parts.select(
-            "topic", "partition", F.unix_millis("erasure_from").alias("from_ms")
-        ).collect():
-            add(r.topic, r.partition, r.from_ms)
-            marks[(r.topic, r.partition)] = r.from_ms
-        for r in (
-            self._expired(now)
-            .groupBy("topic", "partition")
-            .agg(F.min(F.unix_millis("horizon")).alias("horizon_ms"))
-            .collect()
+        for r in read_rows(
+            self.tables.partitions.arrow(
+                self.spark,
+                ["topic", "partition", "erasure_from"],
+                pc.field("erasure_from").is_valid(),
+            )
         ):
-            add(r.topic, r.partition, r.horizon_ms)
+            add(r["topic"], r["partition"], r["erasure_from"])
+            marks[(r["topic"], r["partition"])] = r["erasure_from"]
+        for r in read_rows(self._expired(now)):
+            add(r["topic"], r["partition"], r["horizon_min"])
         if not due:
             return []
         target = {name: t.version(self.spark) for name, t in self.tables.all().items()}
@@ -199,19 +201,22 @@ class Eraser:
         """The next round's id: one more than the ledger's newest (read once, then counted:
         one writer at a time)."""
         if self._last_round is None:
-            last = self.tables.ledger.read(self.spark).agg(F.max("round")).first()
-            self._last_round = int(last[0] or 0) if last is not None else 0
+            last = pc.max(self.tables.ledger.arrow(self.spark, ["round"]).column("round"))
+            self._last_round = last.as_py() or 0
         self._last_round += 1
         return self._last_round
 
-    def _expired(self, now: int) -> DataFrame:
-        """Delete rows whose tombstone has left the state and whose key is not yet erased."""
-        return (
-            self.tables.ledger.read(self.spark)
-            .where(F.col("kind") == DELETE)
-            .where(F.col("horizon") <= timestamp(now))
-            .where(F.col("expiry_round").isNull())
+    def _expired(self, now: int) -> pa.Table:
+        """Per partition, the earliest horizon (``horizon_min``) of its delete rows whose
+        tombstone has left the state and whose key is not yet erased."""
+        rows = self.tables.ledger.arrow(
+            self.spark,
+            ["topic", "partition", "horizon"],
+            (pc.field("kind") == DELETE)
+            & (pc.field("horizon") <= pa.scalar(now * 1000, pa.timestamp("us", tz="UTC")))
+            & pc.field("expiry_round").is_null(),
         )
+        return rows.group_by(["topic", "partition"]).aggregate([("horizon", "min")])
 
     def _write_round(self, rows: list[dict[str, Any]], state_version: int, now: int) -> None:
         """One commit: the round's rows, and the round set on the delete rows whose older
@@ -263,12 +268,8 @@ class Eraser:
     # -- advancing ---------------------------------------------------------------------------
 
     def _open_rounds(self) -> list[dict[str, Any]]:
-        rows = (
-            self.tables.ledger.read(self.spark)
-            .where(F.col("kind") == ROUND)
-            .where(F.col("completed_at").isNull())
-        )
-        return read_rows(rows)
+        where = (pc.field("kind") == ROUND) & pc.field("completed_at").is_null()
+        return read_rows(self.tables.ledger.arrow(self.spark, where=where))
 
     def _purge(self, rounds: list[dict[str, Any]], now: int) -> None:
         """Rewrite the files with deletion vectors: their deleted rows are still in them. The
@@ -290,8 +291,6 @@ class Eraser:
         todo = sorted(
             {(r["topic"], r["partition"]) for r in rounds if r["materialized_at"] is None}
         )
-        if not todo:
-            return
         results = {(x["topic"], x["partition"]): x for x in self.materializer.run(erase=todo)}
         now = self.clock.now_ms()
         for r in rounds:
@@ -307,10 +306,10 @@ class Eraser:
         if not todo:
             return
         published = {
-            (x.topic, x.partition): x.materialized_version
-            for x in self.tables.partitions.read(self.spark)
-            .select("topic", "partition", "materialized_version")
-            .collect()
+            (x["topic"], x["partition"]): x["materialized_version"]
+            for x in self.tables.partitions.arrow(
+                self.spark, ["topic", "partition", "materialized_version"]
+            ).to_pylist()
         }
         for r in todo:
             keep = published.get((r["topic"], r["partition"]))

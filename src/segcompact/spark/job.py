@@ -164,8 +164,7 @@ class Compactor:
         start = time.monotonic()
         if not settled:
             self.merger.settle(self.clock.now_ms())
-        self.materializer.run()
-        report = self.eraser.run(force=force)
+        report = self.eraser.run(force=force)  # the materialisation that is due, too
         self._next_upkeep = time.monotonic() + self._upkeep_every
         took = self._next_upkeep - self._upkeep_every - start
         if took >= 1:

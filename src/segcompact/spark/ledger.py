@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -121,12 +122,22 @@ def record_deletes(
     )
 
 
-def read_rows(df: DataFrame) -> list[dict[str, Any]]:
-    """Ledger rows as dicts, their times as epoch milliseconds (None stays None)."""
-    millis = [
-        F.unix_millis(F.col(c)).alias(c) if c in TIME_COLUMNS else F.col(c) for c in df.columns
-    ]
-    return [r.asDict(recursive=True) for r in df.select(*millis).collect()]
+def read_rows(rows: pa.Table) -> list[dict[str, Any]]:
+    """Ledger rows (``Table.arrow``) as dicts, their times as epoch milliseconds (None stays
+    None) and ``table_versions`` as a dict."""
+    millis = pa.timestamp("ms", tz="UTC")
+    columns = {
+        name: col.cast(millis, safe=False).cast(pa.int64())
+        if pa.types.is_timestamp(col.type)
+        else col
+        for name, col in zip(rows.column_names, rows.columns, strict=True)
+    }
+    out: list[dict[str, Any]] = pa.table(columns).to_pylist()
+    if "table_versions" in columns:
+        for r in out:
+            if r["table_versions"] is not None:
+                r["table_versions"] = dict(r["table_versions"])
+    return out
 
 
 def rows_frame(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) -> DataFrame:
@@ -170,10 +181,14 @@ def upsert(spark: SparkSession, ledger: Table, source: DataFrame) -> None:
 
 def ledger_rows(spark: SparkSession, ledger: Table) -> tuple[list[dict[str, Any]], ...]:
     """Every delete row and every round row, for the report."""
-    df = ledger.read(spark)
-    deletes = read_rows(df.where(F.col("kind") == DELETE).orderBy("topic", "partition", "offset"))
-    rounds = read_rows(df.where(F.col("kind") == ROUND).orderBy("topic", "partition", "round"))
-    return deletes, rounds
+    rows = ledger.arrow(spark)
+    deletes = rows.filter(pc.field("kind") == DELETE).sort_by(
+        [("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")]
+    )
+    rounds = rows.filter(pc.field("kind") == ROUND).sort_by(
+        [("topic", "ascending"), ("partition", "ascending"), ("round", "ascending")]
+    )
+    return read_rows(deletes), read_rows(rounds)
 
 
 def key_rows(
@@ -187,9 +202,12 @@ def key_rows(
     if young is not None and young[0] is not None:
         live.add(int(young[0]))
     rows = read_rows(
-        tables.ledger.read(spark)
-        .where(F.col("key_hash") == hashed)
-        .where((F.col("topic") == topic) & (F.col("partition") == partition))
+        tables.ledger.arrow(
+            spark,
+            where=(pc.field("key_hash") == hashed)
+            & (pc.field("topic") == topic)
+            & (pc.field("partition") == partition),
+        )
     )
     shown = [
         {k: iso(v) if k in TIME_COLUMNS else v for k, v in r.items() if v is not None} for r in rows

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -239,35 +240,35 @@ class Materializer:
         """The partitions due now (or all selected ones with ``force``, and those an erasure
         round needs re-materialised, ``erase``), healthy ones only."""
         now = self.clock.now_ms()
-        parts = self.tables.partitions.read(self.spark)
+        where = pc.scalar(True)
         if topic is not None:
-            parts = parts.where(F.col("topic") == topic)
+            where = where & (pc.field("topic") == topic)
         if partition is not None:
-            parts = parts.where(F.col("partition") == partition)
+            where = where & (pc.field("partition") == partition)
         plans = []
-        for r in parts.collect():
-            if r.uncleanable_reason is not None:
+        for r in self.tables.partitions.arrow(self.spark, where=where).to_pylist():
+            if r["uncleanable_reason"] is not None:
                 continue  # not even when forced: its input is damaged
-            cfg = self.config.topic(r.topic)
+            tp = (r["topic"], r["partition"])
+            cfg = self.config.topic(r["topic"])
             reasons = [str(x) for x in decision(r, self.config, now).reasons]
             if force:
                 reasons.append(str(Reason.FORCED))
-            if (r.topic, r.partition) in erase:
+            if tp in erase:
                 reasons.append(str(Reason.DELETION_SLA))
             if not reasons:
                 continue
-            version = (r.materialized_version or 0) + 1
+            version = (r["materialized_version"] or 0) + 1
             plans.append(
                 Plan(
-                    r.topic,
-                    r.partition,
+                    *tp,
                     version,
-                    r.log_start_offset,
-                    r.log_end_offset,
-                    _codec(cfg.compression_type, r.compression),
+                    r["log_start_offset"],
+                    r["log_end_offset"],
+                    _codec(cfg.compression_type, r["compression"]),
                     cfg.segment_bytes,
                     cfg.index_interval_bytes,
-                    version_dir(self.config.output.path, r.topic, r.partition, version) + ".tmp",
+                    version_dir(self.config.output.path, *tp, version) + ".tmp",
                     tuple(reasons),
                     cfg.tombstone_mode is TombstoneMode.ATTRIBUTE,
                     now,

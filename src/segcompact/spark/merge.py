@@ -199,7 +199,10 @@ class BatchMerger:
         self.expire(now_ms)
 
     def expire(self, now_ms: int) -> None:
-        """KIP-534: tombstones whose delete horizon has passed leave the state table."""
+        """KIP-534: tombstones whose delete horizon has passed leave the state table (no
+        DELETE, seconds of Spark job, while the files' statistics say none has)."""
+        if not self.tables.state.may_hold_until(self.spark, "delete_horizon", now_ms):
+            return
         self.tables.state.delta(self.spark).delete(
             F.col("tombstone") & (F.col("delete_horizon") <= timestamp(now_ms))
         )

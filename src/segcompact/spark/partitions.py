@@ -10,7 +10,7 @@ so what status calls due is what ``materialize`` writes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -169,7 +169,7 @@ def mark_erasure(spark: SparkSession, table: Table, appended: DataFrame, now: in
     )
 
 
-def decision(row: Any, config: CompactorConfig, now_ms: int) -> Decision:
+def decision(row: Mapping[str, Any], config: CompactorConfig, now_ms: int) -> Decision:
     """Whether the partition of a partitions-table ``row`` is due now, and why.
 
     The horizon is the published output's earliest tombstone horizon (the state's may be later:
@@ -177,11 +177,11 @@ def decision(row: Any, config: CompactorConfig, now_ms: int) -> Decision:
     differs from the one the published version was written at.
     """
     stats = PartitionStats(
-        row.dirty_bytes,
-        row.clean_bytes,
-        epoch_ms(row.first_dirty_timestamp),
-        epoch_ms(row.output_next_horizon),
-        row.log_start_offset != (row.materialized_log_start or 0),
-        uncleanable=row.uncleanable_reason is not None,
+        row["dirty_bytes"],
+        row["clean_bytes"],
+        epoch_ms(row["first_dirty_timestamp"]),
+        epoch_ms(row["output_next_horizon"]),
+        row["log_start_offset"] != (row["materialized_log_start"] or 0),
+        uncleanable=row["uncleanable_reason"] is not None,
     )
-    return decide(stats, config.topic(row.topic), now_ms)
+    return decide(stats, config.topic(row["topic"]), now_ms)

@@ -41,7 +41,7 @@ def partition_status(
     )
     out = []
     for r in rows:
-        due = decision(r, config, now_ms)
+        due = decision(r.asDict(), config, now_ms)
         out.append(
             {
                 "topic": r.topic,

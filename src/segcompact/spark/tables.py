@@ -6,16 +6,19 @@ and other catalogs, by a catalog name such as ``main.segcompact.state``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from segcompact import delta_native
+from segcompact.clock import epoch_ms
 from segcompact.config import CompactorConfig, is_table_name
 from segcompact.erasure.schedule import DAY_MS, EXPIRED, STAGES, retention_ms
 from segcompact.errors import ConfigError
@@ -246,6 +249,19 @@ class Table:
         )
         return {int(r[0]): int(r[1]) for r in rows}
 
+    def may_hold_until(self, spark: SparkSession, column: str, ms: int) -> bool:
+        """Whether a live row's timestamp ``column`` may be at or before ``ms``: False only
+        when the files' statistics (read by delta-rs) say that none is."""
+        native = self.native(spark)
+        if native is None:
+            return True
+        try:
+            least = delta_native.smallest(native, column)
+        except LookupError:
+            return True
+        least_ms = epoch_ms(least)
+        return least_ms is not None and least_ms <= ms
+
     def vacuum(self, spark: SparkSession) -> None:
         """VACUUM under the table's own retention, with Delta's retention check on."""
         native = self.native(spark)
@@ -263,6 +279,23 @@ class Table:
 
     def read(self, spark: SparkSession) -> DataFrame:
         return self.delta(spark).toDF()
+
+    def arrow(
+        self,
+        spark: SparkSession,
+        columns: Sequence[str] | None = None,
+        where: pc.Expression | None = None,
+    ) -> pa.Table:
+        """The live rows matching ``where`` (``columns`` of them) in the driver, for the small
+        reads of every batch and upkeep: by delta-rs in milliseconds where it can, else by
+        Spark (the whole table, then filtered here)."""
+        native = self.native(spark)
+        rows = None if native is None else delta_native.read(native, columns, where)
+        if rows is not None:
+            return rows
+        rows = self.read(spark).toArrow()
+        rows = rows if where is None else rows.filter(where)
+        return rows if columns is None else rows.select(list(columns))
 
     def overwrite(self, df: DataFrame, *, app_id: str, version: int) -> None:
         """Replace the table's rows; skipped if this (app_id, version) was written already."""
