@@ -67,7 +67,7 @@ def _run(args: argparse.Namespace) -> int:
     handler.setFormatter(logging.Formatter("segcompact: %(name)s: %(message)s"))
     logger = logging.getLogger("segcompact")
     logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+    logger.setLevel(logging.DEBUG if args.verbose else logging.INFO)
     logger.propagate = False
     stop = GracefulStop()
     stop.install()
@@ -319,6 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("run", help="the streaming compactor")
     p.add_argument("--config", required=True, metavar="F")
     p.add_argument("--once", action="store_true", help="process what is there, then exit")
+    p.add_argument("--verbose", action="store_true", help="log each step's time too")
     p.set_defaults(func=_run)
 
     p = commands.add_parser("materialize", help="re-materialise due partitions now")

@@ -9,9 +9,10 @@ keeps it), a config gives topic ``users`` the SLA with every wait at a quarter o
 (``trigger_interval`` 2 s, ``materialize_check_interval_ms`` 5 s, ``deleted_file_retention_ms``
 5 s) and a ``delete.retention.ms`` that outlives the run (no tombstone expires). Then:
 
-- ``segcompact run --config F`` starts in the background (``tests/e2e/harness.py``'s
+- ``segcompact run --config F --verbose`` starts in the background (``tests/e2e/harness.py``'s
   ``Background``: its own process group, stdout and stderr in ``background.out`` / ``.err``
-  in the work dir), with a random ``SEGCOMPACT_LEDGER_SECRET``;
+  in the work dir, each batch's and upkeep's step timings among the latter), with a random
+  ``SEGCOMPACT_LEDGER_SECRET``;
 - once its streaming query has started, for ``--minutes`` this process appends a segment every
   1-3 s to one of 2 partitions: a batch of 20-60 records over a pool of ``--keys`` keys
   (``user-<i>``, in partition i % 2), ``--delete-fraction`` of them tombstones, the others new
@@ -397,7 +398,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run["load_before"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     t0 = time.monotonic()
     cpu0, own0, busy0 = tree_cpu_seconds(), time.process_time(), busy_cpu_seconds()
-    with Background("run", "--config", config_path, cwd=work, spark_conf_dir=spark_conf) as job:
+    with Background(
+        "run", "--config", config_path, "--verbose", cwd=work, spark_conf_dir=spark_conf
+    ) as job:
         started = Path(config.stream.checkpoint) / "query" / "metadata"
         wait_for("the streaming query's start", started.exists, running=job)
         t1 = time.monotonic()

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from segcompact.config.model import CompactorConfig, TopicConfig
+if TYPE_CHECKING:  # the config's parser checks its SLA with this module
+    from segcompact.config.model import CompactorConfig, TopicConfig
 
 DAY_MS = 86_400_000
 MAX_RETENTION_MS = 7 * DAY_MS  # Delta's own default: never keep removed files longer

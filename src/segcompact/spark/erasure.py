@@ -22,7 +22,6 @@ coverage check uses the wall clock, as Delta's VACUUM does.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from collections.abc import Iterator
@@ -49,17 +48,11 @@ from segcompact.erasure.schedule import (
 from segcompact.spark.ledger import DELETE, ROUND, read_rows, rows_frame, upsert
 from segcompact.spark.materialize import Materializer, superseded_versions
 from segcompact.spark.tables import LEDGER_SCHEMA, Tables, timestamp
+from segcompact.timing import timed
 
 _DV = "delta.enableDeletionVectors"
 
 log = logging.getLogger(__name__)
-
-
-@contextlib.contextmanager
-def _timed(step: str) -> Iterator[None]:
-    start = time.monotonic()
-    yield
-    log.info("erasure %s: %.1f s", step, time.monotonic() - start)
 
 
 @dataclass
@@ -109,7 +102,7 @@ class Eraser:
         # How long until the next run, guessed from the last two (what is due by then is due).
         ahead = 0 if self._last_run is None else now - self._last_run
         self._last_run = now
-        with _timed("open"):
+        with timed(log, "erasure open"):
             rounds = self._open_rounds()
             opened = self._open(now, force, ahead)
         if opened:
@@ -120,13 +113,13 @@ class Eraser:
             return report
         before = [dict(r) for r in rounds]
         report.partitions = sorted({(r["topic"], r["partition"]) for r in rounds})
-        with _timed("purge"):
+        with timed(log, "erasure purge"):
             self._purge(rounds, now)
-        with _timed("materialize"):
+        with timed(log, "erasure materialize"):
             self._materialize(rounds)
-        with _timed("remove versions"):
+        with timed(log, "erasure remove versions"):
             self._remove_versions(rounds)
-        with _timed("vacuum"):
+        with timed(log, "erasure vacuum"):
             self._vacuum(rounds, report)
         now = self.clock.now_ms()
         for r in rounds:
@@ -139,7 +132,7 @@ class Eraser:
         changed = [r for r, was in zip(rounds, before, strict=True) if r != was]
         for r in changed:
             r["updated_at"] = now
-        with _timed("ledger"):
+        with timed(log, "erasure ledger"):
             self._record(changed, now)
         done = {r["round"] for r in rounds if r["completed_at"] is not None}
         open_ = {r["round"] for r in rounds if r["completed_at"] is None}

@@ -18,6 +18,7 @@ nothing, so a crash between its MERGE and its DELETE is repaired by the next gra
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -39,6 +40,9 @@ from segcompact.spark.partitions import (
 from segcompact.spark.read_committed import Transactions, read_committed
 from segcompact.spark.rules import bad_version, per_topic, rank_by_topic, tombstone, version, young
 from segcompact.spark.tables import STATE_SCHEMA, YOUNG_SCHEMA, Tables, idempotent_writes, timestamp
+from segcompact.timing import timed
+
+log = logging.getLogger(__name__)
 
 # A record's columns from the source that compaction reads.
 _CANDIDATE_COLUMNS = (
@@ -100,7 +104,8 @@ class BatchMerger:
         reduced = self._reduce(batch, starts).persist()
         txn: Transactions | None = None
         try:
-            stats = self._partition_stats(reduced)
+            with timed(log, "decode and reduce"):
+                stats = self._partition_stats(reduced)
             if not stats:
                 return
             topics = {t: self.config.topic(t) for t in sorted({r["topic"] for r in stats})}
@@ -139,7 +144,10 @@ class BatchMerger:
                     young = young.unionByName(committed.where(F.col("topic").isin(held)))
                 self.tables.young.append(young, app_id=f"{self.app_id}-young", version=batch_id)
                 self._young_may_hold = True
-            with idempotent_writes(self.spark, f"{self.app_id}-partitions", batch_id):
+            with (
+                timed(log, "partitions MERGE"),
+                idempotent_writes(self.spark, f"{self.app_id}-partitions", batch_id),
+            ):
                 self._merge_partitions(stats, now, sorted(sla_topics(topics).keys() & direct))
             if txn is not None:
                 self.tables.pending.overwrite(
@@ -149,7 +157,8 @@ class BatchMerger:
             reduced.unpersist()
             if txn is not None:
                 txn.unpersist()
-        self.settle(now)
+        with timed(log, "settle"):
+            self.settle(now)
 
     # The steps of a batch, as methods so that the benchmark can time each.
 
@@ -326,32 +335,35 @@ class BatchMerger:
         )
         target_rank = rank_by_topic(F.col("s.topic"), topics, table="t.")
         values: dict[str, str | Column] = {c.name: F.col(f"s.{c.name}") for c in STATE_SCHEMA}
-        (
-            self.tables.state.delta(self.spark)
-            .alias("t")
-            .merge(
-                source.alias("s"),
-                "t.topic = s.topic AND t.partition = s.partition AND t.key = s.key",
+        with timed(log, "state MERGE"):
+            (
+                self.tables.state.delta(self.spark)
+                .alias("t")
+                .merge(
+                    source.alias("s"),
+                    "t.topic = s.topic AND t.partition = s.partition AND t.key = s.key",
+                )
+                .whenMatchedUpdate(condition=F.col("s.rank") > target_rank, set=values)
+                .whenNotMatchedInsert(values=values)
+                .execute()
             )
-            .whenMatchedUpdate(condition=F.col("s.rank") > target_rank, set=values)
-            .whenNotMatchedInsert(values=values)
-            .execute()
-        )
         erased = sla_topics(topics)
         if not erased:
             return
         tombstones = source.where(F.col("tombstone") & F.col("topic").isin(sorted(erased)))
-        if tombstones.isEmpty():
-            return
+        with timed(log, "tombstones?"):
+            if tombstones.isEmpty():
+                return
         if self.secret is None:
             raise ConfigError(f"{SECRET_VARIABLE} is needed for gdpr.deletion.sla.ms")
-        record_deletes(
-            self.spark,
-            self.tables.ledger,
-            tombstones,
-            erased,
-            self.secret,
-            state_version=self.tables.state.version(self.spark),
-            now=now,
-            seen=seen,
-        )
+        with timed(log, "ledger MERGE"):
+            record_deletes(
+                self.spark,
+                self.tables.ledger,
+                tombstones,
+                erased,
+                self.secret,
+                state_version=self.tables.state.version(self.spark),
+                now=now,
+                seen=seen,
+            )
