@@ -25,6 +25,7 @@ from segcompact.format.record import Record
 from segcompact.format.segment import SegmentReader
 from segcompact.samples import SampleSegment
 from segcompact.spark.job import Compactor
+from segcompact.spark.source import NAME, register
 from segcompact.storage import LocalInputFile
 from tests.support import config as support_config
 
@@ -220,6 +221,29 @@ def test_erasure_interrupted_after_the_merge_completes_after_a_restart(
     # The original append; the record's timestamp is ahead of the clock and buys no time.
     assert d["status"] == "met" and _ms(d["appended_at"]) == T0
     assert holding(config, b"MARKER-ALPHA") == []
+
+
+def test_a_replayed_batch_adds_its_deletes_to_the_ledger_once(
+    spark: SparkSession, tmp_path: Path, secret: None
+) -> None:
+    """A batch replayed after a crash (same batch id) skips the ledger append it committed;
+    the ledger is appended to, never read, to find that out."""
+    config = write_config(tmp_path)
+    arrive(tmp_path, 0, segment(0, [(b"user-1", b"MARKER-ALPHA"), (b"user-2", None)], T0))
+    compactor = Compactor(spark, config, ManualClock(T0))
+    register(spark)
+    batch = (
+        spark.read.format(NAME)
+        .option("paths", str(tmp_path / "in"))
+        .option("rolledOnly", "false")
+        .load()
+    )
+    compactor.merger(batch, 0)
+    compactor.merger(batch, 0)
+    (row,) = ledger(spark, config, "delete")
+    assert (row["offset"], row["status"]) == (1, "pending")
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{config.state.ledger_table}`").collect()
+    assert [r.operation for r in history if r.operation in ("WRITE", "MERGE")] == ["WRITE"]
 
 
 def test_a_topic_with_an_sla_needs_the_secret(

@@ -1,4 +1,4 @@
-"""The deletion ledger table: writing delete rows as tombstones merge, reading and updating rows.
+"""The deletion ledger table: delete rows appended as tombstones merge, rows read and updated.
 
 Keys never reach the ledger, a Delta predicate or a commit's info: they are hashed on the
 executors (``mapInArrow``) under the ledger's secret, and every MERGE here matches on columns,
@@ -44,7 +44,6 @@ def sla_topics(topics: Mapping[str, TopicConfig]) -> dict[str, TopicConfig]:
 
 
 def record_deletes(
-    spark: SparkSession,
     ledger: Table,
     tombstones: DataFrame,
     topics: Mapping[str, TopicConfig],
@@ -53,11 +52,14 @@ def record_deletes(
     state_version: int,
     now: int,
     seen: bool,
+    app_id: str,
+    version: int,
 ) -> None:
     """Add a pending row per tombstone just merged into the state (``tombstones``: topic,
-    partition, key, offset, timestamp, delete_horizon) of a topic with an SLA. A row already
-    there (a batch replayed) is left alone. ``seen``: the records were read in this batch (not
-    graduated from the young table), so ``now`` is when segcompact first saw them."""
+    partition, key, offset, timestamp, delete_horizon) of a topic with an SLA: appended once
+    under Delta's idempotent-write pair (``app_id``, ``version``), so a replayed batch adds none
+    twice and the ledger is never read to find out. ``seen``: the records were read in this
+    batch (not graduated from the young table), so ``now`` is when segcompact first saw them."""
 
     hashed_schema = to_arrow_schema(_HASHED)
 
@@ -109,17 +111,15 @@ def record_deletes(
         F.lit(Status.PENDING).alias("status"),
         timestamp(now).alias("updated_at"),
     )
-    (
-        ledger.delta(spark)
-        .alias("t")
-        .merge(
-            source.alias("s"),
-            "t.kind = s.kind AND t.topic = s.topic AND t.partition = s.partition "
-            "AND t.key_hash = s.key_hash AND t.offset = s.offset",
-        )
-        .whenNotMatchedInsert(values={c: F.col(f"s.{c}") for c in source.columns})
-        .execute()
+    rows = source.select(
+        *[
+            F.col(f.name)
+            if f.name in source.columns
+            else F.lit(None).cast(f.dataType).alias(f.name)
+            for f in LEDGER_SCHEMA
+        ]
     )
+    ledger.append(rows, app_id=app_id, version=version)
 
 
 def read_rows(rows: pa.Table) -> list[dict[str, Any]]:

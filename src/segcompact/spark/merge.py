@@ -125,8 +125,13 @@ class BatchMerger:
             if direct:
                 if committed is not None:
                     winners = winners.unionByName(committed.where(F.col("topic").isin(direct)))
-                with idempotent_writes(self.spark, f"{self.app_id}-state", batch_id):
-                    self._merge_state(winners, topics, now, seen=True)
+                self._merge_state(
+                    winners,
+                    topics,
+                    now,
+                    state_write=(f"{self.app_id}-state", batch_id),
+                    ledger_write=(f"{self.app_id}-ledger", batch_id),
+                )
             if held:
                 young = self._classify(
                     self._above_log_start(
@@ -146,7 +151,7 @@ class BatchMerger:
                 self._young_may_hold = True
             with (
                 timed(log, "partitions MERGE"),
-                idempotent_writes(self.spark, f"{self.app_id}-partitions", batch_id),
+                idempotent_writes(self.spark, (f"{self.app_id}-partitions", batch_id)),
             ):
                 self._merge_partitions(stats, now, sorted(sla_topics(topics).keys() & direct))
             if txn is not None:
@@ -246,7 +251,10 @@ class BatchMerger:
         )
         if ripe.isEmpty():
             return
-        self._merge_state(ripe, topics, now_ms, seen=False)
+        # Each graduation ends with a commit to the young table: its version names the
+        # graduation, so one that a crash cut short writes no ledger row twice when redone.
+        graduation = (f"{self.app_id}-graduated", self.tables.young.version(self.spark))
+        self._merge_state(ripe, topics, now_ms, state_write=None, ledger_write=graduation)
         erased = sorted(sla_topics(topics))
         if erased:
             mark_erasure(
@@ -301,11 +309,19 @@ class BatchMerger:
         )
 
     def _merge_state(
-        self, records: DataFrame, topics: Mapping[str, TopicConfig], now: int, *, seen: bool
+        self,
+        records: DataFrame,
+        topics: Mapping[str, TopicConfig],
+        now: int,
+        *,
+        state_write: tuple[str, int] | None,
+        ledger_write: tuple[str, int],
     ) -> None:
         """Merge keyed, classified records into the state: per key, the winner under its
-        topic's strategy, if it beats the state's row. The tombstones of topics with a deletion
-        SLA get a ledger row each (``seen``: read in this batch, not graduated)."""
+        topic's strategy, if it beats the state's row (once per idempotent-write pair
+        ``state_write``, if any: merging graduated records twice changes nothing). The
+        tombstones of topics with a deletion SLA get a ledger row each, written once under the
+        pair ``ledger_write`` (the batch's records were seen now; graduated ones earlier)."""
         topic = F.col("topic")
         ranked = records.withColumn("rank", rank_by_topic(topic, topics))
         fields = [F.col(c) for c in ranked.columns if c not in ("topic", "partition", "key")]
@@ -335,7 +351,7 @@ class BatchMerger:
         )
         target_rank = rank_by_topic(F.col("s.topic"), topics, table="t.")
         values: dict[str, str | Column] = {c.name: F.col(f"s.{c.name}") for c in STATE_SCHEMA}
-        with timed(log, "state MERGE"):
+        with timed(log, "state MERGE"), idempotent_writes(self.spark, state_write):
             (
                 self.tables.state.delta(self.spark)
                 .alias("t")
@@ -356,14 +372,16 @@ class BatchMerger:
                 return
         if self.secret is None:
             raise ConfigError(f"{SECRET_VARIABLE} is needed for gdpr.deletion.sla.ms")
-        with timed(log, "ledger MERGE"):
+        app_id, version = ledger_write
+        with timed(log, "ledger append"):
             record_deletes(
-                self.spark,
                 self.tables.ledger,
                 tombstones,
                 erased,
                 self.secret,
                 state_version=self.tables.state.version(self.spark),
                 now=now,
-                seen=seen,
+                seen=app_id == f"{self.app_id}-ledger",
+                app_id=app_id,
+                version=version,
             )

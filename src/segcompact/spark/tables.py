@@ -399,12 +399,17 @@ LOG_RETENTION_MS = 30 * DAY_MS  # Delta's default
 
 
 @contextmanager
-def idempotent_writes(spark: SparkSession, app_id: str, version: int) -> Iterator[None]:
-    """Delta skips a write whose (app id, version) this table has committed before.
+def idempotent_writes(spark: SparkSession, pair: tuple[str, int] | None) -> Iterator[None]:
+    """Delta skips a write whose (app id, version) ``pair`` this table has committed before
+    (None: no pair, nothing skipped).
 
     For DML (MERGE, DELETE), which takes the pair from the session; ``Table.append`` and
     ``Table.overwrite`` pass it as write options instead.
     """
+    if pair is None:
+        yield
+        return
+    app_id, version = pair
     conf = spark.conf
     conf.set("spark.databricks.delta.write.txnAppId", app_id)
     conf.set("spark.databricks.delta.write.txnVersion", str(version))
