@@ -15,9 +15,12 @@ snapshots at or before it), and then advanced by every upkeep until done:
    passed since the commit that dropped it, by the wall clock, so the round waits until the
    target's commit (for deletion vectors, the REORG's) is that old.
 
-Each round writes one ledger row per partition; when it completes, the delete rows it covered
-get its stage times and their status. The stages' times come from the injectable clock; the
-coverage check uses the wall clock, as Delta's VACUUM does.
+Each round has one ledger row per partition, and takes the partition's delete rows it covers;
+when it completes, they get its stage times and their status. An upkeep writes all of that in
+one ledger commit at its end (a round that completes in the upkeep that opened it is written
+once), then clears the partitions' marks the new round took: a crash before either leaves the
+marks, and the next upkeep opens the round again. The stages' times come from the injectable
+clock; the coverage check uses the wall clock, as Delta's VACUUM does.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from segcompact.erasure.schedule import (
 )
 from segcompact.spark.ledger import DELETE, ROUND, read_rows, rows_frame, upsert
 from segcompact.spark.materialize import Materializer, superseded_versions
-from segcompact.spark.tables import LEDGER_SCHEMA, Tables, timestamp
+from segcompact.spark.tables import LEDGER_SCHEMA, Tables
 from segcompact.timing import timed
 
 _DV = "delta.enableDeletionVectors"
@@ -103,15 +106,15 @@ class Eraser:
         ahead = 0 if self._last_run is None else now - self._last_run
         self._last_run = now
         with timed(log, "erasure open"):
-            rounds = self._open_rounds()
-            opened = self._open(now, force, ahead)
+            written = self._open_rounds()
+            opened, marks = self._open(now, force, ahead)
         if opened:
             report.opened = opened[0]["round"]
-            rounds += opened
+        rounds = written + opened
         if not rounds:
             self.materializer.run()
             return report
-        before = [dict(r) for r in rounds]
+        before = [dict(r) for r in written]
         report.partitions = sorted({(r["topic"], r["partition"]) for r in rounds})
         with timed(log, "erasure purge"):
             self._purge(rounds, now)
@@ -129,11 +132,13 @@ class Eraser:
                 breach_stage=result.breach_stage,
                 completed_at=result.completed_ms,
             )
-        changed = [r for r, was in zip(rounds, before, strict=True) if r != was]
+        changed = [r for r, was in zip(written, before, strict=True) if r != was] + opened
         for r in changed:
             r["updated_at"] = now
         with timed(log, "erasure ledger"):
-            self._record(changed, now)
+            self._record(changed, opened, now)
+        # Last: a crash before this leaves the marks, and the next round takes them again.
+        self._clear_marks(marks)
         done = {r["round"] for r in rounds if r["completed_at"] is not None}
         open_ = {r["round"] for r in rounds if r["completed_at"] is None}
         report.completed = sorted(done - open_)
@@ -141,9 +146,12 @@ class Eraser:
 
     # -- opening -----------------------------------------------------------------------------
 
-    def _open(self, now: int, force: bool, ahead: int) -> list[dict[str, Any]]:
+    def _open(
+        self, now: int, force: bool, ahead: int
+    ) -> tuple[list[dict[str, Any]], dict[tuple[str, int], int]]:
         """Open a round for every partition whose erasure is due, or falls due within
-        ``ahead`` ms: its new rows (none if nothing is due)."""
+        ``ahead`` ms: its new rows (none if nothing is due), written when the upkeep records
+        its progress, and the partitions' marks it takes (cleared once it is written)."""
         due: dict[tuple[str, int], tuple[int, int]] = {}  # (appended, deadline) per partition
 
         def add(topic: str, partition: int, appended: int) -> None:
@@ -166,7 +174,7 @@ class Eraser:
         for r in read_rows(self._expired(now)):
             add(r["topic"], r["partition"], r["horizon_min"])
         if not due:
-            return []
+            return [], {}
         target = {name: t.version(self.spark) for name, t in self.tables.all().items()}
         round_id = self._next_round()
         blank = dict.fromkeys(LEDGER_SCHEMA.fieldNames())
@@ -181,14 +189,11 @@ class Eraser:
                 "round": round_id,
                 "table_versions": target,
                 "status": Status.PENDING,
-                "updated_at": now,
+                "opened_at": now,  # not a column: which tombstones had expired when it opened
             }
             for (t, p), (appended, deadline) in sorted(due.items())
         ]
-        self._write_round(rows, target["state"], now)
-        # Last: a crash before this leaves the marks, and the next round takes them again.
-        self._clear_marks({k: v for k, v in marks.items() if k in due})
-        return rows
+        return rows, {k: v for k, v in marks.items() if k in due}
 
     def _next_round(self) -> int:
         """The next round's id: one more than the ledger's newest (read once, then counted:
@@ -210,35 +215,6 @@ class Eraser:
             & pc.field("expiry_round").is_null(),
         )
         return rows.group_by(["topic", "partition"]).aggregate([("horizon", "min")])
-
-    def _write_round(self, rows: list[dict[str, Any]], state_version: int, now: int) -> None:
-        """One commit: the round's rows, and the round set on the delete rows whose older
-        values it erases (merged up to its target) and on those whose tombstone has expired."""
-        round_id = rows[0]["round"]
-        assign = [{**r, "kind": DELETE} for r in rows]  # matches the partition's delete rows
-        source = rows_frame(self.spark, [*rows, *assign])
-        older = F.col("t.round").isNull() & (F.col("t.state_version") <= F.lit(state_version))
-        expired = F.col("t.expiry_round").isNull() & (F.col("t.horizon") <= timestamp(now))
-        (
-            self.tables.ledger.delta(self.spark)
-            .alias("t")
-            .merge(
-                source.alias("s"),
-                "t.kind = s.kind AND t.topic = s.topic AND t.partition = s.partition "
-                "AND (t.kind = 'delete' OR t.round = s.round)",
-            )
-            .whenMatchedUpdate(
-                condition=(F.col("s.kind") == DELETE) & (older | expired),
-                set={
-                    "round": F.when(older, F.lit(round_id)).otherwise(F.col("t.round")),
-                    "expiry_round": F.when(expired, F.lit(round_id)).otherwise(
-                        F.col("t.expiry_round")
-                    ),
-                },
-            )
-            .whenNotMatchedInsertAll(condition=F.col("s.kind") == ROUND)
-            .execute()
-        )
 
     def _clear_marks(self, marks: dict[tuple[str, int], int]) -> None:
         if not marks:
@@ -358,21 +334,42 @@ class Eraser:
 
     # -- completing --------------------------------------------------------------------------
 
-    def _record(self, changed: list[dict[str, Any]], now: int) -> None:
-        """One commit: the round rows that changed and, for the partitions a round just
-        finished, their delete rows' stage times and status, and the ``tombstone_expired_at``
-        of the rows whose expired key it erased. A partition done in a round still open
-        elsewhere does not wait for the others."""
+    def _record(
+        self, changed: list[dict[str, Any]], opened: list[dict[str, Any]], now: int
+    ) -> None:
+        """One commit: the round rows opened or changed in this upkeep, and the delete rows
+        they change (:meth:`_delete_updates`)."""
         if not changed:
             return
         source = rows_frame(self.spark, changed)
         finished = [r for r in changed if r["completed_at"] is not None]
-        if finished:
-            source = source.unionByName(self._finished_deletes(finished, now))
+        if opened or finished:
+            source = source.unionByName(self._delete_updates(opened, finished, now))
         upsert(self.spark, self.tables.ledger, source)
 
-    def _finished_deletes(self, finished: list[dict[str, Any]], now: int) -> DataFrame:
+    def _delete_updates(
+        self, opened: list[dict[str, Any]], finished: list[dict[str, Any]], now: int
+    ) -> DataFrame:
+        """The delete rows that rounds of this upkeep change, whole, judged on the executors.
+        A round ``opened`` takes its partition's rows whose older values it erases (merged up
+        to its target state version) and those whose tombstone had expired when it opened; a
+        round ``finished`` gives its partition's rows their stage times and status (a partition
+        done in a round still open elsewhere does not wait for the others), and the
+        ``tombstone_expired_at`` of the rows whose expired key it erased."""
         stage_cols = [f"{s}_at" for s in ROUND_STAGES]
+        opens = self.spark.createDataFrame(
+            [
+                (
+                    r["round"],
+                    r["topic"],
+                    r["partition"],
+                    r["table_versions"]["state"],
+                    r["opened_at"],
+                )
+                for r in opened
+            ],
+            "o_round long, o_topic string, o_partition int, o_state long, o_at long",
+        )
         stages = self.spark.createDataFrame(
             [
                 (
@@ -393,30 +390,43 @@ class Eraser:
             F.col("r_partition").alias("e_partition"),
             F.col("r_completed").alias("e_completed"),
         )
-        ids = sorted({r["round"] for r in finished})
         expired_at = f"{EXPIRED}_at"
-        deletes = (
-            self.tables.ledger.read(self.spark)
-            .where(F.col("kind") == DELETE)
-            .where(
-                (F.col("round").isin(ids) & F.col("completed_at").isNull())
-                | (F.col("expiry_round").isin(ids) & F.col(expired_at).isNull())
-            )
+        deletes = self.tables.ledger.read(self.spark).where(F.col("kind") == DELETE)
+        columns = deletes.columns
+        takes = deletes.join(
+            F.broadcast(opens),
+            (F.col("topic") == F.col("o_topic")) & (F.col("partition") == F.col("o_partition")),
+            "left",
         )
-        joined = deletes.join(
-            stages,
+        older = F.col("round").isNull() & (F.col("state_version") <= F.col("o_state"))
+        expired = F.col("expiry_round").isNull() & (
+            F.col("horizon") <= F.timestamp_millis(F.col("o_at"))
+        )
+        takes = takes.select(
+            *[c for c in columns if c not in ("round", "expiry_round")],
+            F.when(older, F.col("o_round")).otherwise(F.col("round")).alias("round"),
+            F.when(expired, F.col("o_round"))
+            .otherwise(F.col("expiry_round"))
+            .alias("expiry_round"),
+            (F.col("o_round").isNotNull() & (older | expired)).alias("taken"),
+        )
+        joined = takes.join(
+            F.broadcast(stages),
             (F.col("round") == F.col("r_round"))
             & (F.col("topic") == F.col("r_topic"))
             & (F.col("partition") == F.col("r_partition"))
             & F.col("completed_at").isNull(),
             "left",
         ).join(
-            expiry,
+            F.broadcast(expiry),
             (F.col("expiry_round") == F.col("e_round"))
             & (F.col("topic") == F.col("e_topic"))
             & (F.col("partition") == F.col("e_partition"))
             & F.col(expired_at).isNull(),
             "left",
+        )
+        changed = joined.where(
+            F.col("taken") | F.col("r_round").isNotNull() | F.col("e_round").isNotNull()
         )
 
         def column(c: str) -> Column:
@@ -428,7 +438,7 @@ class Eraser:
                 return F.when(F.col("e_round").isNotNull(), stamped).otherwise(F.col(c)).alias(c)
             return F.col(c)
 
-        return _judge(joined.select(*[column(c) for c in deletes.columns]), now)
+        return _judge(changed.select(*[column(c) for c in columns]), now)
 
 
 def _judge(deletes: DataFrame, now: int) -> DataFrame:
