@@ -2,8 +2,8 @@
 
 A round takes every partition whose erasure is due (``erasure.schedule``): values superseded
 since the partition's last round, and keys whose tombstone expired. It is opened with a target,
-each table's version at that moment (everything the round erases was removed from the live
-snapshots at or before it), and then advanced by every upkeep until done:
+the version at that moment of each table that holds records (everything the round erases was
+removed from the live snapshots at or before it), and then advanced by every upkeep until done:
 
 1. **purged**: ``REORG … APPLY (PURGE)`` on tables with deletion vectors, whose rows are still
    in their files until rewritten;
@@ -175,7 +175,9 @@ class Eraser:
             add(r["topic"], r["partition"], r["horizon_min"])
         if not due:
             return [], {}
-        target = {name: t.version(self.spark) for name, t in self.tables.all().items()}
+        # What the round must see vacuumed: not the partitions table or the ledger, which hold
+        # no key or value (their latest commits, just before, would hold the round a cycle).
+        target = {n: t.version(self.spark) for n, t in self.tables.holding_records().items()}
         round_id = self._next_round()
         blank = dict.fromkeys(LEDGER_SCHEMA.fieldNames())
         rows = [
@@ -247,7 +249,7 @@ class Eraser:
         todo = [r for r in rounds if r["purged_at"] is None]
         if not todo:
             return
-        for name, table in self.tables.all().items():
+        for name, table in self.tables.holding_records().items():
             if table.properties(self.spark).get(_DV, "false").lower() == "true":
                 self.spark.sql(f"REORG TABLE {table.sql_name(self.spark)} APPLY (PURGE)")
                 purged = table.version(self.spark)

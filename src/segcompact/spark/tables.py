@@ -372,6 +372,11 @@ class Tables:
             "ledger": self.ledger,
         }
 
+    def holding_records(self) -> dict[str, Table]:
+        """The tables that hold records' keys and values, which erasure must reach: the
+        partitions table holds numbers, the ledger keyed hashes only."""
+        return {"state": self.state, "young": self.young, "pending": self.pending}
+
     def ensure(self, spark: SparkSession) -> None:
         """Create the missing ones and set their properties; refuse any without segcompact's
         columns."""
