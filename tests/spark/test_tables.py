@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from segcompact.errors import ConfigError
+from segcompact.spark.ledger import read_rows, rows_frame
 from segcompact.spark.tables import PENDING_SCHEMA, Table, Tables
 
 pytestmark = pytest.mark.spark
@@ -22,6 +24,42 @@ def test_every_table_is_created_once_and_reopened(spark: SparkSession, tmp_path:
     tables.ensure(spark)  # again: the same tables, no error
     for t in (tables.state, tables.partitions, tables.pending, tables.young):
         assert t.read(spark).schema.fieldNames() == t.schema.fieldNames()
+
+
+def test_the_warm_up_commits_nothing_and_reads_through_delta_rs_or_spark(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    tables = Tables.at(
+        *(str(tmp_path / n) for n in ("state", "parts", "pending", "young", "ledger"))
+    )
+    tables.ensure(spark)
+    before = {n: t.version(spark) for n, t in tables.all().items()}
+    tables.warm_up(spark)
+    assert {n: t.version(spark) for n, t in tables.all().items()} == before
+    assert tables.partitions.arrow(spark).num_rows == 0
+    # Deletion vectors: delta-rs cannot read the table, Spark does; the same rows either way.
+    row = {f.name: None for f in tables.ledger.schema} | {
+        "kind": "round",
+        "topic": "t",
+        "partition": 0,
+        "round": 1,
+        "appended_at": 0,
+        "deadline": 0,
+        "status": "pending",
+        "updated_at": 0,
+    }
+    rows_frame(spark, [row, {**row, "round": 2}]).write.format("delta").mode("append").save(
+        tables.ledger.name
+    )
+    where = pc.field("round") == 2
+    native = read_rows(tables.ledger.arrow(spark, ["round", "deadline"], where))
+    spark.sql(
+        f"ALTER TABLE {tables.ledger.sql_name(spark)} "
+        "SET TBLPROPERTIES ('delta.enableDeletionVectors' = true)"
+    )
+    assert tables.ledger.native(spark) is not None
+    assert read_rows(tables.ledger.arrow(spark, ["round", "deadline"], where)) == native
+    assert native == [{"round": 2, "deadline": 0}]
 
 
 def test_a_table_without_segcompacts_columns_is_refused_in_one_line(

@@ -13,9 +13,10 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
@@ -29,6 +30,7 @@ from segcompact.spark.materialize import Materializer
 from segcompact.spark.merge import BatchMerger
 from segcompact.spark.source import NAME, register
 from segcompact.spark.tables import Tables
+from segcompact.timing import timed
 
 
 def manifest_dir(config: CompactorConfig) -> str:
@@ -118,8 +120,11 @@ class Compactor:
             writer = writer.trigger(availableNow=True)
         else:
             writer = writer.trigger(processingTime=self.config.stream.trigger_interval)
-            # What is due first (a round a stop left open completes); it also warms the JVM's
-            # Delta paths before the first batch's deadlines start counting on them.
+            # What is due first (a round a stop left open completes). Before it, the paths
+            # every batch takes are warmed: the first batch's deadlines count on them.
+            with timed(log, "warm-up"):
+                self.tables.warm_up(self.spark)
+                _warm_python_workers(self.spark)
             self.upkeep()
         return writer.start()
 
@@ -193,6 +198,19 @@ def _quiet_refusal(spark: SparkSession) -> None:
     log4j.core.config.Configurator.setLevel(
         "org.apache.spark.sql.execution.streaming", log4j.Level.OFF
     )
+
+
+def _warm_python_workers(spark: SparkSession) -> None:
+    """Start a Python worker per core with the decoder's modules imported (the source, the
+    ledger's hashing and the materialiser run there): seconds each the first time."""
+    cores = spark.sparkContext.defaultParallelism
+    spark.range(cores, numPartitions=cores).mapInArrow(_import_worker_modules, "id long").count()
+
+
+def _import_worker_modules(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    import segcompact.spark.source  # noqa: F401  (the decoder and its codecs)
+
+    yield from batches
 
 
 class StopRequested(Exception):
