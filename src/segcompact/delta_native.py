@@ -4,8 +4,8 @@ Opening a table, its version, properties and commit times, reading a small table
 VACUUM take milliseconds here against a second or more of Spark jobs each, which every upkeep
 pays for several tables. Spark writes the tables; delta-rs only reads them and, for VACUUM,
 removes files and logs the ``VACUUM START``/``VACUUM END`` commits Delta's own VACUUM logs.
-What delta-rs cannot read or write (deletion vectors, for one) raises ``DeltaProtocolError``:
-the callers then ask Spark.
+What delta-rs cannot read or write (deletion vectors, for one) raises a ``DeltaError``: the
+callers then ask Spark.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
-from deltalake.exceptions import DeltaProtocolError
+from deltalake.exceptions import DeltaError
 
 
 def local_path(location: str) -> str | None:
@@ -54,7 +54,7 @@ def read(
         return table.to_pyarrow_table(
             columns=None if columns is None else list(columns), filters=where
         )
-    except DeltaProtocolError:
+    except DeltaError:
         return None
 
 
@@ -62,14 +62,19 @@ def smallest(table: DeltaTable, column: str) -> Any:
     """The smallest non-null value of the top-level ``column`` among the live rows, from the
     files' statistics in the log (no data file is read); None when no row holds one. Raises
     ``LookupError`` when a file that may hold one has no statistics for it."""
-    files = pa.table(table.get_add_actions(flatten=True))
+    try:
+        files = pa.table(table.get_add_actions(flatten=True))
+    except DeltaError as e:
+        raise LookupError(str(e)) from e
     least, nulls = f"min.{column}", f"null_count.{column}"
     if files.num_rows == 0:
         return None
     if least not in files.column_names or nulls not in files.column_names:
         raise LookupError(f"no statistics for {column}")
     unknown = pc.field(least).is_null() & (
-        pc.field(nulls).is_null() | (pc.field(nulls) < pc.field("num_records"))
+        pc.field(nulls).is_null()
+        | pc.field("num_records").is_null()
+        | (pc.field(nulls) < pc.field("num_records"))
     )
     if files.filter(unknown).num_rows:
         raise LookupError(f"a file without statistics for {column}")
@@ -82,7 +87,7 @@ def vacuum(table: DeltaTable) -> bool:
     write this table's protocol (Spark's VACUUM then does it)."""
     try:
         table.vacuum(dry_run=False, enforce_retention_duration=True, full=True)
-    except DeltaProtocolError:
+    except DeltaError:
         return False
     return True
 

@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from segcompact.clock import ManualClock
 from segcompact.config import CompactorConfig, load_config
@@ -25,6 +26,7 @@ from segcompact.format.record import Record
 from segcompact.format.segment import SegmentReader
 from segcompact.samples import SampleSegment
 from segcompact.spark.job import Compactor
+from segcompact.spark.ledger import record_deletes
 from segcompact.spark.source import NAME, register
 from segcompact.storage import LocalInputFile
 from tests.support import config as support_config
@@ -244,6 +246,54 @@ def test_a_replayed_batch_adds_its_deletes_to_the_ledger_once(
     assert (row["offset"], row["status"]) == (1, "pending")
     history = spark.sql(f"DESCRIBE HISTORY delta.`{config.state.ledger_table}`").collect()
     assert [r.operation for r in history if r.operation in ("WRITE", "MERGE")] == ["WRITE"]
+
+
+def test_graduated_tombstones_get_one_ledger_row_each_however_often_graduation_runs(
+    spark: SparkSession, tmp_path: Path, secret: None
+) -> None:
+    """Records of a lagged topic reach the state when they graduate; their tombstones get a
+    ledger row then, inserted only where missing (a redone graduation may cover more rows
+    than the one a crash cut short, so no idempotent-write pair can name it)."""
+    lag_ms = 60_000
+    config = load_config(
+        support_config.write_config(
+            tmp_path,
+            [tmp_path / "in"],
+            rolled_only=False,
+            state={"deleted_file_retention_ms": 0},
+            defaults={
+                "delete.retention.ms": RETENTION_MS,
+                "gdpr.deletion.sla.ms": SLA_MS,
+                "min.compaction.lag.ms": lag_ms,
+            },
+        )
+    )
+    clock = ManualClock(T0)
+    arrive(tmp_path, 0, segment(0, [(b"user-1", b"MARKER-ALPHA"), (b"user-1", None)], T0))
+    compactor = Compactor(spark, config, clock)
+    compactor.run_once()
+    assert ledger(spark, config, "delete") == [], "young: not in the state yet"
+
+    clock.advance(2 * lag_ms)
+    compactor.merger.graduate(clock.now_ms())
+    (row,) = ledger(spark, config, "delete")
+    assert (row["offset"], row["seen_at"], row["status"]) == (1, None, "pending")
+    tombstones = spark.createDataFrame(
+        [("users", 0, b"user-1", 1, None, None)],
+        "topic string, partition int, key binary, offset long, timestamp timestamp, "
+        "delete_horizon timestamp",
+    ).withColumn("timestamp", F.timestamp_millis(F.lit(T0 + 1)))
+    record_deletes(
+        spark,
+        compactor.tables.ledger,
+        tombstones,
+        {"users": config.topic("users")},
+        SECRET.encode(),
+        state_version=0,
+        now=clock.now_ms(),
+        batch=None,
+    )
+    assert [r["offset"] for r in ledger(spark, config, "delete")] == [1]
 
 
 def test_a_topic_with_an_sla_needs_the_secret(

@@ -93,10 +93,12 @@ class Eraser:
     def enabled(self) -> bool:
         return smallest_sla_ms(self.config) is not None
 
-    def run(self, *, force: bool = False) -> RoundReport:
+    def run(self, *, expired_until: int | None, force: bool = False) -> RoundReport:
         """The upkeep's materialisation and erasure: open a round if anything is due
         (``force``: anything pending), advance every open round as far as it can go now, and
-        re-materialise the partitions that are due, the rounds' among them, in one pass."""
+        re-materialise the partitions that are due, the rounds' among them, in one pass.
+        ``expired_until``: the time of the state's last expiry (``BatchMerger.expire``): every
+        tombstone whose horizon is at or before it has left the state (None: none yet)."""
         report = RoundReport()
         if not self.enabled:
             self.materializer.run()
@@ -107,7 +109,7 @@ class Eraser:
         self._last_run = now
         with timed(log, "erasure open"):
             written = self._open_rounds()
-            opened, marks = self._open(now, force, ahead)
+            opened, marks = self._open(now, force, ahead, expired_until)
         if opened:
             report.opened = opened[0]["round"]
         rounds = written + opened
@@ -147,7 +149,7 @@ class Eraser:
     # -- opening -----------------------------------------------------------------------------
 
     def _open(
-        self, now: int, force: bool, ahead: int
+        self, now: int, force: bool, ahead: int, expired_until: int | None
     ) -> tuple[list[dict[str, Any]], dict[tuple[str, int], int]]:
         """Open a round for every partition whose erasure is due, or falls due within
         ``ahead`` ms: its new rows (none if nothing is due), written when the upkeep records
@@ -171,7 +173,7 @@ class Eraser:
         ):
             add(r["topic"], r["partition"], r["erasure_from"])
             marks[(r["topic"], r["partition"])] = r["erasure_from"]
-        for r in read_rows(self._expired(now)):
+        for r in read_rows(self._expired(expired_until)):
             add(r["topic"], r["partition"], r["horizon_min"])
         if not due:
             return [], {}
@@ -191,7 +193,8 @@ class Eraser:
                 "round": round_id,
                 "table_versions": target,
                 "status": Status.PENDING,
-                "opened_at": now,  # not a column: which tombstones had expired when it opened
+                # Not a column: the tombstones it erases the keys of, those expired by then.
+                "expired_until": expired_until,
             }
             for (t, p), (appended, deadline) in sorted(due.items())
         ]
@@ -206,14 +209,17 @@ class Eraser:
         self._last_round += 1
         return self._last_round
 
-    def _expired(self, now: int) -> pa.Table:
+    def _expired(self, until: int | None) -> pa.Table:
         """Per partition, the earliest horizon (``horizon_min``) of its delete rows whose
-        tombstone has left the state and whose key is not yet erased."""
+        tombstone has left the state (its horizon at or before ``until``) and whose key is not
+        yet erased."""
+        if until is None:
+            until = -1  # nothing expired yet: before every horizon
         rows = self.tables.ledger.arrow(
             self.spark,
             ["topic", "partition", "horizon"],
             (pc.field("kind") == DELETE)
-            & (pc.field("horizon") <= pa.scalar(now * 1000, pa.timestamp("us", tz="UTC")))
+            & (pc.field("horizon") <= pa.scalar(until * 1000, pa.timestamp("us", tz="UTC")))
             & pc.field("expiry_round").is_null(),
         )
         return rows.group_by(["topic", "partition"]).aggregate([("horizon", "min")])
@@ -354,7 +360,7 @@ class Eraser:
     ) -> DataFrame:
         """The delete rows that rounds of this upkeep change, whole, judged on the executors.
         A round ``opened`` takes its partition's rows whose older values it erases (merged up
-        to its target state version) and those whose tombstone had expired when it opened; a
+        to its target state version) and those whose tombstone had left the state by then; a
         round ``finished`` gives its partition's rows their stage times and status (a partition
         done in a round still open elsewhere does not wait for the others), and the
         ``tombstone_expired_at`` of the rows whose expired key it erased."""
@@ -366,11 +372,11 @@ class Eraser:
                     r["topic"],
                     r["partition"],
                     r["table_versions"]["state"],
-                    r["opened_at"],
+                    r["expired_until"],
                 )
                 for r in opened
             ],
-            "o_round long, o_topic string, o_partition int, o_state long, o_at long",
+            "o_round long, o_topic string, o_partition int, o_state long, o_expired long",
         )
         stages = self.spark.createDataFrame(
             [
@@ -402,7 +408,7 @@ class Eraser:
         )
         older = F.col("round").isNull() & (F.col("state_version") <= F.col("o_state"))
         expired = F.col("expiry_round").isNull() & (
-            F.col("horizon") <= F.timestamp_millis(F.col("o_at"))
+            F.col("horizon") <= F.timestamp_millis(F.col("o_expired"))
         )
         takes = takes.select(
             *[c for c in columns if c not in ("round", "expiry_round")],
@@ -429,7 +435,7 @@ class Eraser:
         )
         changed = joined.where(
             F.col("taken") | F.col("r_round").isNotNull() | F.col("e_round").isNotNull()
-        )
+        ).dropDuplicates(["topic", "partition", "key_hash", "offset"])  # one source row each
 
         def column(c: str) -> Column:
             if c in stage_cols:

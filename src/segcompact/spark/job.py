@@ -169,7 +169,8 @@ class Compactor:
         start = time.monotonic()
         if not settled:
             self.merger.settle(self.clock.now_ms())
-        report = self.eraser.run(force=force)  # the materialisation that is due, too
+        # The materialisation that is due, too.
+        report = self.eraser.run(expired_until=self.merger.expired_until, force=force)
         self._next_upkeep = time.monotonic() + self._upkeep_every
         took = self._next_upkeep - self._upkeep_every - start
         if took >= 1:

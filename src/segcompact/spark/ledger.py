@@ -44,6 +44,7 @@ def sla_topics(topics: Mapping[str, TopicConfig]) -> dict[str, TopicConfig]:
 
 
 def record_deletes(
+    spark: SparkSession,
     ledger: Table,
     tombstones: DataFrame,
     topics: Mapping[str, TopicConfig],
@@ -51,15 +52,17 @@ def record_deletes(
     *,
     state_version: int,
     now: int,
-    seen: bool,
-    app_id: str,
-    version: int,
+    batch: tuple[str, int] | None,
 ) -> None:
     """Add a pending row per tombstone just merged into the state (``tombstones``: topic,
-    partition, key, offset, timestamp, delete_horizon) of a topic with an SLA: appended once
-    under Delta's idempotent-write pair (``app_id``, ``version``), so a replayed batch adds none
-    twice and the ledger is never read to find out. ``seen``: the records were read in this
-    batch (not graduated from the young table), so ``now`` is when segcompact first saw them."""
+    partition, key, offset, timestamp, delete_horizon) of a topic with an SLA, once.
+
+    A micro-batch's rows are appended under its idempotent-write pair ``batch`` (app id, batch
+    id): a replay adds none twice, and the ledger is not read. Graduated rows (``batch`` None)
+    go through an insert-only MERGE on the tombstone: a graduation a crash cut short is redone
+    with a later clock, which may graduate more rows than the first attempt wrote, so no pair
+    names what it covers. ``now`` is when segcompact first saw a batch's records; graduated
+    ones have no ``seen`` time."""
 
     hashed_schema = to_arrow_schema(_HASHED)
 
@@ -105,7 +108,7 @@ def record_deletes(
         F.timestamp_millis("appended_ms").alias("appended_at"),
         F.timestamp_millis(F.col("appended_ms") + sla).alias("deadline"),
         F.timestamp_millis("horizon_ms").alias("horizon"),
-        (timestamp(now) if seen else F.lit(None).cast("timestamp")).alias("seen_at"),
+        (timestamp(now) if batch else F.lit(None).cast("timestamp")).alias("seen_at"),
         timestamp(now).alias("merged_at"),
         F.lit(state_version).cast("long").alias("state_version"),
         F.lit(Status.PENDING).alias("status"),
@@ -119,7 +122,20 @@ def record_deletes(
             for f in LEDGER_SCHEMA
         ]
     )
-    ledger.append(rows, app_id=app_id, version=version)
+    if batch is not None:
+        ledger.append(rows, app_id=batch[0], version=batch[1])
+        return
+    (
+        ledger.delta(spark)
+        .alias("t")
+        .merge(
+            rows.alias("s"),
+            "t.kind = s.kind AND t.topic = s.topic AND t.partition = s.partition "
+            "AND t.key_hash = s.key_hash AND t.offset = s.offset",
+        )
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
 
 
 def read_rows(rows: pa.Table) -> list[dict[str, Any]]:

@@ -13,7 +13,8 @@ tables in ``tables``. This module orders them and holds the state MERGE.
 Topics with a ``min.compaction.lag.ms`` send their records to the young table instead of the
 state; :meth:`BatchMerger.graduate` compacts them into the state once they may be compacted.
 Graduation needs no idempotent-write id: merging a record into the state a second time changes
-nothing, so a crash between its MERGE and its DELETE is repaired by the next graduation.
+nothing, and its ledger rows are inserted only where missing, so a crash between its MERGE and
+its DELETE is repaired by the next graduation.
 """
 
 from __future__ import annotations
@@ -87,6 +88,9 @@ class BatchMerger:
         self.app_id = app_id
         self.secret = secret  # the ledger's, for topics with gdpr.deletion.sla.ms
         self._young_may_hold: bool | None = None  # None: not looked yet
+        # The last expiry's time: no tombstone whose horizon is at or before it is in the
+        # state (what an erasure round may count as expired).
+        self.expired_until: int | None = None
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         self.process(batch, batch_id)
@@ -215,11 +219,11 @@ class BatchMerger:
     def expire(self, now_ms: int) -> None:
         """KIP-534: tombstones whose delete horizon has passed leave the state table (no
         DELETE, seconds of Spark job, while the files' statistics say none has)."""
-        if not self.tables.state.may_hold_until(self.spark, "delete_horizon", now_ms):
-            return
-        self.tables.state.delta(self.spark).delete(
-            F.col("tombstone") & (F.col("delete_horizon") <= timestamp(now_ms))
-        )
+        if self.tables.state.may_hold_until(self.spark, "delete_horizon", now_ms):
+            self.tables.state.delta(self.spark).delete(
+                F.col("tombstone") & (F.col("delete_horizon") <= timestamp(now_ms))
+            )
+        self.expired_until = now_ms
 
     def graduate(self, now_ms: int) -> None:
         """Compact the young records that may be compacted now: per partition, those below the
@@ -251,10 +255,7 @@ class BatchMerger:
         )
         if ripe.isEmpty():
             return
-        # Each graduation ends with a commit to the young table: its version names the
-        # graduation, so one that a crash cut short writes no ledger row twice when redone.
-        graduation = (f"{self.app_id}-graduated", self.tables.young.version(self.spark))
-        self._merge_state(ripe, topics, now_ms, state_write=None, ledger_write=graduation)
+        self._merge_state(ripe, topics, now_ms, state_write=None, ledger_write=None)
         erased = sorted(sla_topics(topics))
         if erased:
             mark_erasure(
@@ -315,13 +316,14 @@ class BatchMerger:
         now: int,
         *,
         state_write: tuple[str, int] | None,
-        ledger_write: tuple[str, int],
+        ledger_write: tuple[str, int] | None,
     ) -> None:
         """Merge keyed, classified records into the state: per key, the winner under its
         topic's strategy, if it beats the state's row (once per idempotent-write pair
         ``state_write``, if any: merging graduated records twice changes nothing). The
-        tombstones of topics with a deletion SLA get a ledger row each, written once under the
-        pair ``ledger_write`` (the batch's records were seen now; graduated ones earlier)."""
+        tombstones of topics with a deletion SLA get a ledger row each, written once: under the
+        pair ``ledger_write`` for a batch, whose records were seen now; None for graduated ones
+        (``ledger.record_deletes``)."""
         topic = F.col("topic")
         ranked = records.withColumn("rank", rank_by_topic(topic, topics))
         fields = [F.col(c) for c in ranked.columns if c not in ("topic", "partition", "key")]
@@ -372,16 +374,14 @@ class BatchMerger:
                 return
         if self.secret is None:
             raise ConfigError(f"{SECRET_VARIABLE} is needed for gdpr.deletion.sla.ms")
-        app_id, version = ledger_write
-        with timed(log, "ledger append"):
+        with timed(log, "ledger write"):
             record_deletes(
+                self.spark,
                 self.tables.ledger,
                 tombstones,
                 erased,
                 self.secret,
                 state_version=self.tables.state.version(self.spark),
                 now=now,
-                seen=app_id == f"{self.app_id}-ledger",
-                app_id=app_id,
-                version=version,
+                batch=ledger_write,
             )
