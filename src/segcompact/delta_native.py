@@ -51,11 +51,14 @@ def read(
     """The live rows matching ``where`` (all when None), ``columns`` only (all when None); None
     when delta-rs cannot read this table's protocol."""
     try:
-        return table.to_pyarrow_table(
-            columns=None if columns is None else list(columns), filters=where
-        )
+        dataset = table.to_pyarrow_dataset()
     except DeltaError:
         return None
+    # Arrow's scan threads may still be winding down when the interpreter exits (std::terminate
+    # aborts the process then, seen with `run --once`): these reads are small, one thread does.
+    return dataset.to_table(
+        columns=None if columns is None else list(columns), filter=where, use_threads=False
+    )
 
 
 def smallest(table: DeltaTable, column: str) -> Any:
