@@ -6,14 +6,19 @@ VENV := .venv
 BIN := $(VENV)/bin
 DELTA_JARS := .jars/delta/.done
 KAFKA_JARS := .jars/kafka/.done
+S3_JARS := .jars/s3/.done
+# MinIO, the S3 server of the object-store tests, built from the Go module proxy (a few
+# minutes, once) into .tools/. A pseudo-version: MinIO's module has no semver tags.
+MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
+MINIO := .tools/bin/minio
 PYTEST_ARGS ?=
 
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: setup demo test lint bench soak golden clean java chromium
+.PHONY: setup demo test lint bench soak golden clean java chromium minio crds
 
-setup: java $(BIN)/.installed $(DELTA_JARS)
+setup: java $(BIN)/.installed $(DELTA_JARS) $(S3_JARS)
 
 java:
 	@command -v java >/dev/null || { echo "error: java not found; segcompact needs Java 17+ (Spark 4)" >&2; exit 2; }
@@ -23,7 +28,7 @@ java:
 $(BIN)/.installed: pyproject.toml setup.py $(wildcard src/segcompact/format/*.c)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
-	$(BIN)/pip install -q -e '.[spark,test]'
+	$(BIN)/pip install -q -e '.[spark,s3,test]'
 	touch $@
 
 $(DELTA_JARS): jvm/delta/pom.xml
@@ -31,6 +36,22 @@ $(DELTA_JARS): jvm/delta/pom.xml
 	mvn -q -B -f jvm/delta/pom.xml dependency:copy-dependencies \
 	  -DoutputDirectory=$(abspath .jars/delta) -DincludeScope=runtime
 	touch $@
+
+$(S3_JARS): jvm/s3/pom.xml
+	rm -rf .jars/s3
+	mvn -q -B -f jvm/s3/pom.xml dependency:copy-dependencies \
+	  -DoutputDirectory=$(abspath .jars/s3) -DincludeScope=runtime
+	touch $@
+
+minio: $(MINIO)
+
+$(MINIO):
+	@command -v go >/dev/null || { echo "error: go not found; the S3 tests build MinIO with it" >&2; exit 2; }
+	GOBIN=$(abspath .tools/bin) GOFLAGS=-trimpath go install github.com/minio/minio@$(MINIO_VERSION)
+
+# The Spark operator's CRD, which the Kubernetes manifest is checked against (Go module proxy).
+crds: $(BIN)/.installed
+	$(BIN)/python -m tests.support.crds
 
 $(KAFKA_JARS): jvm/kafka/pom.xml
 	rm -rf .jars/kafka
@@ -51,7 +72,7 @@ chromium:
 	  sudo=; [ "$$(id -u)" -eq 0 ] || ! command -v sudo >/dev/null || sudo=sudo; \
 	  $$sudo apt-get update -qq && $$sudo apt-get install -y -qq chromium; }
 
-test: setup chromium $(KAFKA_JARS)
+test: setup chromium $(KAFKA_JARS) $(MINIO) crds
 	$(BIN)/ruff check src tests streaming
 	$(BIN)/mypy
 	$(BIN)/pytest $(PYTEST_ARGS)
@@ -67,4 +88,4 @@ golden: setup $(KAFKA_JARS)
 	$(BIN)/python -m tests.golden.make_golden
 
 clean:
-	rm -rf $(VENV) .jars build src/*.egg-info src/segcompact/format/*.so
+	rm -rf $(VENV) .jars .tools build src/*.egg-info src/segcompact/format/*.so

@@ -62,6 +62,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    try:
+        import segcompact.spark.job  # noqa: F401  (its source needs PySpark's 4.2 data source API)
+    except ImportError as e:
+        import pyspark
+
+        print(
+            f"databricks_task: error: segcompact's streaming source does not load on PySpark "
+            f"{pyspark.__version__} ({e}); use Databricks Runtime 19 or later (Apache Spark 4.2)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     if _on_databricks():
         from pyspark.sql import SparkSession
 

@@ -41,6 +41,7 @@ def _load(path: str, *, writes: bool = False) -> CompactorConfig:
     from segcompact.config import load_config
 
     config = load_config(path)
+    config.check_storage()
     if writes:
         from segcompact.erasure.keyhash import ledger_secret
         from segcompact.erasure.schedule import smallest_sla_ms
@@ -53,9 +54,9 @@ def _load(path: str, *, writes: bool = False) -> CompactorConfig:
 def _run(args: argparse.Namespace) -> int:
     config = _load(args.config, writes=True)
     from segcompact.spark.job import Compactor, GracefulStop
-    from segcompact.spark.session import get_spark
+    from segcompact.spark.session import config_settings, get_spark
 
-    compactor = Compactor(get_spark(), config)
+    compactor = Compactor(get_spark(conf=config_settings(config)), config)
     if args.once:
         compactor.run_once(on_batch=_progress())
         return 0
@@ -86,11 +87,11 @@ def _progress() -> Callable[[int], None]:
 def _status(args: argparse.Namespace) -> int:
     config = _load(args.config)
     from segcompact.clock import SystemClock
-    from segcompact.spark.session import get_spark
+    from segcompact.spark.session import config_settings, get_spark
     from segcompact.spark.status import partition_status
     from segcompact.spark.tables import Tables
 
-    spark = get_spark()
+    spark = get_spark(conf=config_settings(config))
     tables = Tables.of(config)
     tables.ensure(spark)
     rows = partition_status(spark, config, tables, SystemClock().now_ms())
@@ -104,9 +105,9 @@ def _status(args: argparse.Namespace) -> int:
 def _materialize(args: argparse.Namespace) -> int:
     config = _load(args.config, writes=True)
     from segcompact.spark.job import Compactor
-    from segcompact.spark.session import get_spark
+    from segcompact.spark.session import config_settings, get_spark
 
-    compactor = Compactor(get_spark(), config)
+    compactor = Compactor(get_spark(conf=config_settings(config)), config)
     compactor.merger.settle(compactor.clock.now_ms())
     results = compactor.materializer.run(
         topic=args.topic, partition=args.partition, force=args.force
@@ -136,10 +137,10 @@ def _delete_records(args: argparse.Namespace) -> int:
     requests = parse_offset_json(text, path)
     from segcompact.clock import SystemClock
     from segcompact.spark.delete_records import delete_records
-    from segcompact.spark.session import get_spark
+    from segcompact.spark.session import config_settings, get_spark
     from segcompact.spark.tables import Tables
 
-    spark = get_spark()
+    spark = get_spark(conf=config_settings(config))
     tables = Tables.of(config)
     tables.ensure(spark)
     outcomes = delete_records(spark, tables, requests, SystemClock().now_ms())
@@ -153,9 +154,9 @@ def _delete_records(args: argparse.Namespace) -> int:
 def _purge(args: argparse.Namespace) -> int:
     config = _load(args.config, writes=True)
     from segcompact.spark.job import Compactor
-    from segcompact.spark.session import get_spark
+    from segcompact.spark.session import config_settings, get_spark
 
-    report = Compactor(get_spark(), config).purge(force=args.force)
+    report = Compactor(get_spark(conf=config_settings(config)), config).purge(force=args.force)
     if report.opened is not None:
         print(f"erasure round {report.opened} opened")
     for tp in report.partitions:
@@ -174,10 +175,10 @@ def _sla(args: argparse.Namespace) -> int:
     from segcompact.clock import SystemClock
     from segcompact.erasure.report import build, text
     from segcompact.spark.ledger import ledger_rows
-    from segcompact.spark.session import get_spark
+    from segcompact.spark.session import config_settings, get_spark
     from segcompact.spark.tables import Tables
 
-    spark = get_spark()
+    spark = get_spark(conf=config_settings(config))
     tables = Tables.of(config)
     tables.ensure(spark)
     deletes, rounds = ledger_rows(spark, tables.ledger)
@@ -211,12 +212,14 @@ def _upstream(config: CompactorConfig, partitions: set[tuple[str, int]]) -> list
         "source segments are not owned by segcompact: Kafka's retention and compaction (or "
         "whoever copied them) erase them"
     )
-    return [
-        {"location": os.path.join(root, f"{t}-{p}"), "note": note}
-        for t, p in sorted(partitions)
-        for root in config.source.paths
-        if os.path.isdir(os.path.join(root, f"{t}-{p}"))
-    ]
+    storage = config.storage
+    found = []
+    for t, p in sorted(partitions):
+        for root in config.source.paths:
+            fs, path = storage.resolve(root)
+            if fs.exists(fs.join(path, f"{t}-{p}")):
+                found.append({"location": fs.join(path, f"{t}-{p}"), "note": note})
+    return found
 
 
 def _verify_erasure(args: argparse.Namespace) -> int:
@@ -235,11 +238,11 @@ def _verify_erasure(args: argparse.Namespace) -> int:
     from segcompact.erasure.keyhash import key_hash, ledger_secret
     from segcompact.erasure.scan import scan_for_key
     from segcompact.spark.ledger import key_rows
-    from segcompact.spark.session import get_spark
+    from segcompact.spark.session import config_settings, get_spark
     from segcompact.spark.tables import Tables
 
     secret = ledger_secret()
-    spark = get_spark()
+    spark = get_spark(conf=config_settings(config))
     tables = Tables.of(config)
     tables.ensure(spark)
     for name, table in tables.all().items():
@@ -259,6 +262,7 @@ def _verify_erasure(args: argparse.Namespace) -> int:
         partition=args.partition,
         key=key,
         live_offsets=live,
+        storage=config.storage,
     )
     proof = {
         "erased": result.erased,
@@ -286,6 +290,30 @@ def _verify_erasure(args: argparse.Namespace) -> int:
         for note in result.notes:
             print(f"  note: {note}")
     return 0 if result.erased else EXIT_DATA
+
+
+def _export(args: argparse.Namespace) -> int:
+    config = _load(args.config)
+    from segcompact.export import export
+    from segcompact.publication import Output
+
+    if args.to:
+        config.storage.check("--to", args.to)
+    done = export(
+        Output(config.output.path, config.storage),
+        args.to,
+        config.storage,
+        topic=args.topic,
+        partition=args.partition,
+    )
+    for e in done:
+        print(
+            f"{e.topic}-{e.partition}: version {e.version}, {e.files} files "
+            f"({e.bytes} bytes) -> {e.location}"
+        )
+    if not done:
+        print("nothing published" + (" for that selection" if args.topic else ""))
+    return 0
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
@@ -359,6 +387,13 @@ def build_parser() -> argparse.ArgumentParser:
     key.add_argument("--key-b64", metavar="B", help="the key's bytes in base64")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=_verify_erasure)
+
+    p = commands.add_parser("export", help="copy published versions out as a Kafka log dir")
+    p.add_argument("--config", required=True, metavar="F")
+    p.add_argument("--to", required=True, metavar="DIR")
+    p.add_argument("--topic", metavar="T")
+    p.add_argument("--partition", type=int, metavar="P")
+    p.set_defaults(func=_export)
 
     p = commands.add_parser("demo", help="write sample segments and show what segcompact reads")
     p.add_argument("--config", default="conf/compactor.toml", metavar="F")

@@ -1,4 +1,4 @@
-"""Delta tables on the local file system read and vacuumed by delta-rs, without the JVM.
+"""Delta tables read by delta-rs, without the JVM (and vacuumed, on local disks).
 
 Opening a table, its version, properties and commit times, reading a small table's rows, and
 VACUUM take milliseconds here against a second or more of Spark jobs each, which every upkeep
@@ -29,8 +29,8 @@ def local_path(location: str) -> str | None:
     return location
 
 
-def open_table(path: str) -> DeltaTable:
-    return DeltaTable(path)
+def open_table(location: str, storage_options: dict[str, str] | None = None) -> DeltaTable:
+    return DeltaTable(location, storage_options=storage_options or None)
 
 
 def commit_times(table: DeltaTable, since: int) -> dict[int, int]:

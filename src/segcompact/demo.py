@@ -7,7 +7,6 @@ The samples go where the config's source points (``data/segments``), so after th
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
 from pathlib import Path
@@ -70,8 +69,7 @@ def write_samples(root: Path, now_ms: int, *, seed: int = 42) -> int:
 
 def run_demo(config_path: str, workdir: str | None, *, out: TextIO) -> None:
     from segcompact.spark.job import Compactor
-    from segcompact.spark.materialize import partition_dir
-    from segcompact.spark.session import get_spark
+    from segcompact.spark.session import config_settings, get_spark
     from segcompact.spark.status import partition_status
 
     config = load_config(config_path)
@@ -86,7 +84,7 @@ def run_demo(config_path: str, workdir: str | None, *, out: TextIO) -> None:
     root = reset(config)
     count = write_samples(root, SystemClock().now_ms())
     print(f"wrote {count} segments of {len(DEMO_TOPICS)} topics under {root}", file=out)
-    spark = get_spark(app_name="segcompact-demo")
+    spark = get_spark(app_name="segcompact-demo", conf=config_settings(config))
     compactor = Compactor(spark, config)
     compactor.run_once()
     rows = partition_status(spark, config, compactor.tables, compactor.clock.now_ms())
@@ -100,17 +98,19 @@ def run_demo(config_path: str, workdir: str | None, *, out: TextIO) -> None:
         )
     print(f"re-materialised Kafka segments ({config.output.path}):", file=out)
     first_log = None
+    output = compactor.materializer.output
     for row in rows:
-        directory = Path(partition_dir(config.output.path, row["topic"], row["partition"]))
-        logs = sorted(directory.glob("*.log"))
-        if not logs:
-            print(f"  {directory.name}: not materialised", file=out)
+        name = f"{row['topic']}-{row['partition']}"
+        published = output.latest(row["topic"], row["partition"])
+        if published is None:
+            print(f"  {name}: not materialised", file=out)
             continue
-        first_log = first_log or logs[0]
-        size = sum(f.stat().st_size for f in directory.iterdir())
+        logs = sorted(f.name for f in published.files if f.name.endswith(".log"))
+        first_log = first_log or output.join(published.directory, logs[0])
         print(
-            f"  {directory}/ -> {os.readlink(directory)}: {len(logs)} segment(s) with "
-            f".index and .timeindex, {size} bytes",
+            f"  {output.join(name)}/ -> {published.directory}: version {published.version}, "
+            f"{len(logs)} segment(s) with .index and .timeindex, "
+            f"{sum(f.size for f in published.files)} bytes",
             file=out,
         )
     _sla_report(compactor, config, out)

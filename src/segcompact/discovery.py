@@ -1,7 +1,7 @@
 """Finding segment files under Kafka log-dir roots.
 
 Discovery lists ``<root>/<topic>-<partition>/<20-digit base offset>.log`` files through the
-storage seam (:class:`~segcompact.storage.FileSystem`). No Spark here.
+storage seam (:class:`~segcompact.storage.Storage`): each root on its own file system. No Spark.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from segcompact.errors import SourceError
-from segcompact.storage import LOCAL, FileInfo, FileSystem
+from segcompact.storage import FileInfo, FileSystem, Storage
 
 # ``<topic>-<partition>``: the partition is the digits after the last '-'. Directories Kafka
 # leaves behind (``t-0.<uuid>-delete``, ``-future``, ``-stray``) end in letters and are skipped.
@@ -58,7 +58,7 @@ def parse_segment_name(name: str) -> int | None:
 
 
 def discover(
-    roots: Iterable[str], *, rolled_only: bool = True, fs: FileSystem = LOCAL
+    roots: Iterable[str], *, rolled_only: bool = True, storage: Storage | None = None
 ) -> list[SegmentFile]:
     """Every eligible segment under ``roots``, sorted by topic, partition, base offset, path.
 
@@ -67,7 +67,9 @@ def discover(
     A root that does not exist raises :class:`SourceError`.
     """
     found: list[SegmentFile] = []
+    storage = storage or Storage()
     for root in roots:
+        fs, root = storage.resolve(root)
         root = fs.abspath(root)
         if not fs.exists(root):
             raise SourceError(f"source root {root} does not exist")

@@ -10,7 +10,6 @@ number (``seq``, dense from 1) that never changes once written, so a streaming o
 from __future__ import annotations
 
 import json
-import os
 import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,7 +18,7 @@ from typing import Any
 
 from segcompact.discovery import SegmentFile, discover
 from segcompact.errors import SourceError
-from segcompact.storage import LOCAL, FileSystem
+from segcompact.storage import FileSystem, Storage
 
 _MANIFEST_FILE = re.compile(r"^(?P<batch>[0-9]+)\.json$")
 _MANIFEST_VERSION = 1
@@ -82,7 +81,14 @@ class Manifest:
     manifest agree on every seq.
     """
 
-    def __init__(self, directory: str, fs: FileSystem = LOCAL) -> None:
+    def __init__(
+        self, directory: str, storage: Storage | None = None, fs: FileSystem | None = None
+    ) -> None:
+        """The manifest in ``directory``; ``storage`` opens it and the roots it discovers,
+        ``fs`` (tests) replaces the manifest's own file system."""
+        self.storage = storage or Storage()
+        if fs is None:
+            fs, directory = self.storage.resolve(directory)
         self.directory = fs.abspath(directory)
         self.fs = fs
         self._entries: list[ManifestEntry] = []
@@ -92,10 +98,10 @@ class Manifest:
 
     def __getstate__(self) -> dict[str, Any]:
         # Shipped to Spark tasks with the reader: the cache is rebuilt on demand, not pickled.
-        return {"directory": self.directory, "fs": self.fs}
+        return {"directory": self.directory, "storage": self.storage, "fs": self.fs}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["directory"], state["fs"])  # type: ignore[misc]
+        self.__init__(state["directory"], state["storage"], state["fs"])  # type: ignore[misc]
 
     def refresh(self) -> None:
         """Read the numbered files written since the last refresh (by anyone)."""
@@ -117,7 +123,7 @@ class Manifest:
             self._load(batch)
 
     def _load(self, batch: int) -> None:
-        path = os.path.join(self.directory, f"{batch}.json")
+        path = self.fs.join(self.directory, f"{batch}.json")
         try:
             doc = json.loads(self.fs.read_bytes(path))
             if doc.get("version") != _MANIFEST_VERSION:
@@ -211,7 +217,7 @@ class Manifest:
             data = (json.dumps(doc, indent=None, separators=(",", ":")) + "\n").encode()
             self.fs.makedirs(self.directory)
             batch = self._next_batch
-            if self.fs.create_exclusive(os.path.join(self.directory, f"{batch}.json"), data):
+            if self.fs.create_exclusive(self.fs.join(self.directory, f"{batch}.json"), data):
                 self._entries.extend(entries)
                 self._paths.update(e.file.path for e in entries)
                 self._next_batch = batch + 1
@@ -222,4 +228,4 @@ class Manifest:
 
     def discover(self, roots: Iterable[str], *, rolled_only: bool = True) -> list[ManifestEntry]:
         """Run discovery and append what it found that is new; returns the new entries."""
-        return self.append(discover(roots, rolled_only=rolled_only, fs=self.fs))
+        return self.append(discover(roots, rolled_only=rolled_only, storage=self.storage))

@@ -7,7 +7,6 @@ tables' file retention is 0, so VACUUM's wall-clock cutoff never waits).
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from segcompact.samples import SampleSegment
 from segcompact.spark.job import Compactor
 from segcompact.spark.ledger import record_deletes
 from segcompact.spark.source import NAME, register
-from segcompact.storage import LocalInputFile
+from segcompact.storage import LocalFileSystem, LocalInputFile
 from tests.support import config as support_config
 
 pytestmark = pytest.mark.spark
@@ -175,17 +174,20 @@ def test_deleted_and_overwritten_values_are_gone_by_the_deadline(
 
 
 def test_a_version_that_cannot_be_removed_is_a_breach(
-    spark: SparkSession, tmp_path: Path, secret: None
+    spark: SparkSession, tmp_path: Path, secret: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config = write_config(tmp_path)
     clock = ManualClock(T0)
 
-    def remove_tree(path: str) -> None:
-        if os.path.basename(path) == "v1":
-            raise PermissionError(13, "Permission denied", path)
-        shutil.rmtree(path)
+    remove_tree = LocalFileSystem.remove_tree
 
-    compactor = Compactor(spark, config, clock, remove_tree=remove_tree)
+    def failing(fs: LocalFileSystem, path: str) -> None:
+        if os.path.basename(path).startswith("v1-"):
+            raise PermissionError(13, "Permission denied", path)
+        remove_tree(fs, path)
+
+    monkeypatch.setattr(LocalFileSystem, "remove_tree", failing)
+    compactor = Compactor(spark, config, clock)
     arrive(tmp_path, 0, segment(0, [(b"user-1", b"MARKER-ALPHA")], T0))
     compactor.run_once()
     clock.advance(60_000)

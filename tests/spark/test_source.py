@@ -42,7 +42,7 @@ from segcompact.spark.source import (
     read_segment,
     register,
 )
-from segcompact.storage import LocalOutputDirectory
+from segcompact.storage import LocalOutputDirectory, Storage
 
 pytestmark = pytest.mark.spark
 
@@ -488,7 +488,9 @@ def test_every_good_record_before_a_corrupt_batch_is_read_whatever_the_chunking(
     path = _segment(tmp_path, "t", 0, 0, *batches, _corrupt_crc(build_batch(_records(30, 2))))
     part = ManifestEntry(1, SegmentFile("t", 0, 0, str(path), os.path.getsize(path)))
 
-    out = list(read_segment(part, chunk_records=chunk_records, chunk_bytes=1 << 20))
+    out = list(
+        read_segment(part, chunk_records=chunk_records, chunk_bytes=1 << 20, storage=Storage())
+    )
 
     offsets = [o for b in out[:-1] for o in b.column("offset").to_pylist()]
     assert offsets == list(range(30))

@@ -546,6 +546,33 @@ def test_unquoted_dotted_kafka_keys_read_as_quoted(tmp_path: Path) -> None:
     assert load_config(path).defaults.delete_retention_ms == 5
 
 
+def test_spark_section_passes_settings_as_strings(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[source]\npaths = ["in"]\n[spark]\n'
+        '"spark.hadoop.fs.s3a.endpoint" = "http://127.0.0.1:9000"\n'
+        "spark.hadoop.fs.s3a.path.style.access = true\n"  # unquoted: nested tables in TOML
+        '"spark.sql.shuffle.partitions" = 8\n'
+    )
+    config = load_config(path)
+    assert config.spark == {
+        "spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9000",
+        "spark.hadoop.fs.s3a.path.style.access": "true",
+        "spark.sql.shuffle.partitions": "8",
+    }
+    # The Python side opens the job's locations with the spark.hadoop.* ones.
+    assert config.storage.hadoop == {
+        "fs.s3a.endpoint": "http://127.0.0.1:9000",
+        "fs.s3a.path.style.access": "true",
+    }
+    path.write_text('[source]\npaths = ["in"]\n[spark]\n"fs.s3a.endpoint" = "x"\n')
+    with pytest.raises(ConfigError, match=r'\[spark\] fs.s3a.endpoint = "x": expected a Spark'):
+        load_config(path)
+    path.write_text('[source]\npaths = ["in"]\n[spark]\n"spark.jars" = [1]\n')
+    with pytest.raises(ConfigError, match="expected a string, number or boolean"):
+        load_config(path)
+
+
 # --- resolution -----------------------------------------------------------------------------
 
 

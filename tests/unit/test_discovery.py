@@ -278,6 +278,7 @@ class _RacingFileSystem(LocalFileSystem):
     """Lets another writer publish first, once, just before this one creates its file."""
 
     def __init__(self, other: Manifest, segments: list[SegmentFile]) -> None:
+        super().__init__()
         self.other, self.segments = other, segments
 
     def create_exclusive(self, path: str, data: bytes) -> bool:

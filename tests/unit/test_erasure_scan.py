@@ -15,10 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from segcompact.compaction.output import OutputRecord, write_partition
-from segcompact.erasure import scan as scan_module
 from segcompact.erasure.scan import Finding, ScanResult, scan_for_key
 from segcompact.format.attributes import Compression
-from segcompact.storage import LocalInputFile, LocalOutputDirectory
+from segcompact.storage import LocalFileSystem, LocalOutputDirectory
 
 KEY = b"user-42"
 LIVE = 9  # the key's live value: its state row and the published output's copy
@@ -279,12 +278,14 @@ def test_undecodable_log_falls_back_to_raw_bytes(layout: dict[str, Any], tmp_pat
 def test_file_gone_during_scan_is_skipped(
     layout: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def deleted_first(path: str) -> LocalInputFile:
+    read = LocalFileSystem.input_file
+
+    def deleted_first(fs: LocalFileSystem, path: str) -> Any:
         if "/v1/" in path:
             os.unlink(path)  # retention or the cleaner got there between listing and reading
-        return LocalInputFile(path)
+        return read(fs, path)
 
-    monkeypatch.setattr(scan_module, "LocalInputFile", deleted_first)
+    monkeypatch.setattr(LocalFileSystem, "input_file", deleted_first)
     found = _scan(layout).found
     assert [(f.kind, f.offset) for f in found] == [("table", 5), ("output", 6)]
 

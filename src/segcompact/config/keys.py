@@ -77,6 +77,7 @@ SECTIONS: dict[str, dict[str, Key]] = {
             "materialize_check_interval_ms", "materialize_check_interval_ms", v.integer(1, LONG_MAX)
         ),
     ),
+    "spark": {},  # Spark and Hadoop settings, passed as they are
     "defaults": TOPIC_KEYS,
     "topics": {},  # a table of topic names, each holding TOPIC_KEYS
 }
@@ -117,15 +118,3 @@ KAFKA_ONLY = frozenset(
 
 # Kafka's rules for a topic name (org.apache.kafka.common.internals.Topic).
 TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
-
-# The keys that hold a location, in the order they are checked: (section, key, is a Delta
-# table). [source] paths come first, from the list.
-LOCATIONS = (
-    ("state", "table", True),
-    ("state", "partitions_table", True),
-    ("state", "pending_table", True),
-    ("state", "young_table", True),
-    ("state", "ledger_table", True),
-    ("output", "path", False),
-    ("stream", "checkpoint", False),
-)

@@ -11,11 +11,14 @@ import enum
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
-from segcompact.config.locations import resolve_location
+from segcompact.config.locations import is_table_name, resolve_location
 from segcompact.errors import ConfigError
 from segcompact.format.attributes import Compression
+
+if TYPE_CHECKING:
+    from segcompact.storage import Storage
 
 LONG_MAX = 2**63 - 1  # Kafka's long, as in *.ms settings
 INT_MAX = 2**31 - 1  # Kafka's int, as in *.bytes settings
@@ -120,6 +123,17 @@ class StateConfig:
                 object.__setattr__(self, name, sibling(self.table, suffix))
 
 
+# The keys that hold a location: (section, key, is a Delta table). [source] paths come first.
+LOCATION_KEYS = (
+    ("state", "table", True),
+    ("state", "partitions_table", True),
+    ("state", "pending_table", True),
+    ("state", "young_table", True),
+    ("state", "ledger_table", True),
+    ("output", "path", False),
+    ("stream", "checkpoint", False),
+)
+
 # The tables a config may leave unnamed, and the suffix their default adds to the state table's.
 _SIBLINGS = {
     "partitions_table": "partitions",
@@ -167,12 +181,34 @@ class CompactorConfig:
     state: StateConfig = StateConfig()
     output: OutputConfig = OutputConfig()
     stream: StreamConfig = StreamConfig()
+    # [spark]: Spark and Hadoop settings for the session; the spark.hadoop.* ones also open
+    # the file systems of the Python side (segcompact.storage.Storage).
+    spark: Mapping[str, str] = field(default_factory=dict, hash=False)
     defaults: TopicConfig = TopicConfig()
     topics: Mapping[str, TopicConfig] = field(default_factory=dict, hash=False)
 
     def owned(self) -> tuple[str, ...]:
         """Every location segcompact writes: its tables, the output and the checkpoint."""
         return (*self.state.tables(), self.output.path, self.stream.checkpoint)
+
+    @property
+    def storage(self) -> Storage:
+        """How the Python side opens this job's locations: ``[spark]``'s Hadoop settings."""
+        from segcompact.storage import Storage
+
+        return Storage.of(self.spark)
+
+    def check_storage(self) -> None:
+        """Raise a :class:`ConfigError` naming the key of a location whose file system cannot
+        be used here (unknown scheme, missing library, no credentials): at start, before any
+        work, rather than inside a batch."""
+        storage = self.storage
+        for path in self.source.paths:
+            storage.check("[source] paths", path)
+        for section, key, table in LOCATION_KEYS:
+            location = getattr(getattr(self, section), key)
+            if not (table and is_table_name(location)):
+                storage.check(f"[{section}] {key}", location, table=table)
 
     def topic(self, name: str) -> TopicConfig:
         """Settings for ``name``: its ``[topics]`` entry, else the resolved ``[defaults]``."""

@@ -19,7 +19,6 @@ from typing import Any
 
 from segcompact.config.keys import (
     KAFKA_ONLY,
-    LOCATIONS,
     SECTION_TYPES,
     SECTIONS,
     TOPIC_KEYS,
@@ -28,7 +27,7 @@ from segcompact.config.keys import (
 )
 from segcompact.config.locations import Place, overlap
 from segcompact.config.messages import Shown, one_line, show, show_key, suggest
-from segcompact.config.model import CompactionStrategy, CompactorConfig, TopicConfig
+from segcompact.config.model import LOCATION_KEYS, CompactionStrategy, CompactorConfig, TopicConfig
 from segcompact.config.values import MISSING, Invalid, interval_ms
 from segcompact.erasure.schedule import unreachable
 from segcompact.errors import ConfigError
@@ -122,6 +121,7 @@ class _Parser:
             state=make("state"),
             output=make("output"),
             stream=make("stream"),
+            spark=self.spark(data.get("spark", {})),
             defaults=resolved_defaults,
             topics=topics,
         )
@@ -130,6 +130,23 @@ class _Parser:
         if problem is not None:
             raise ConfigError(one_line(f"{self.source}: {problem}"))
         return config
+
+    def spark(self, table: Mapping[str, Any]) -> dict[str, str]:
+        """``[spark]``: Spark settings (``spark.…``) as strings, as ``--conf`` would pass them.
+        Unquoted dotted keys are nested tables in TOML; they are joined back."""
+        out: dict[str, str] = {}
+        for key, raw in _flatten(table):
+            if not key.startswith("spark."):
+                raise self.fail(
+                    "[spark]", key, raw, 'expected a Spark setting: a key starting with "spark."'
+                )
+            if isinstance(raw, bool):
+                out[key] = "true" if raw else "false"
+            elif isinstance(raw, str | int | float):
+                out[key] = str(raw)
+            else:
+                raise self.fail("[spark]", key, raw, "expected a string, number or boolean")
+        return out
 
     def section(
         self, where: str, table: dict[str, Any], keys: Mapping[str, Key], topic: str | None = None
@@ -234,7 +251,7 @@ class _Parser:
         the files it does not track under its folder, and output under a source root is read
         back as input."""
         places = [Place("[source]", "paths", p, True) for p in config.source.paths]
-        for section, key, table in LOCATIONS:
+        for section, key, table in LOCATION_KEYS:
             location = getattr(getattr(config, section), key)
             places.append(Place(f"[{section}]", key, location, key in found[section], table))
         for i, later in enumerate(places):

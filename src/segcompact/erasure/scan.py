@@ -19,8 +19,6 @@ read is a finding of kind ``unreadable``: nothing can be proved about it.
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -31,7 +29,7 @@ import pyarrow.parquet as pq
 
 from segcompact.errors import CorruptBatchError
 from segcompact.format.segment import SegmentReader
-from segcompact.storage import LocalInputFile
+from segcompact.storage import FileSystem, Storage
 
 Kind = Literal["table", "output", "raw", "upstream", "unreadable"]
 
@@ -84,13 +82,14 @@ def scan_for_key(
     key: bytes,
     live_offsets: Collection[int],
     include_live: bool = False,
+    storage: Storage | None = None,
 ) -> ScanResult:
     """Every copy of ``key`` of ``topic``-``partition`` under the directories given.
 
     Findings whose offset is in ``live_offsets`` (the key's live value) are left out unless
     ``include_live``; raw hits have no offset and always count.
     """
-    scan = _Scan(topic, partition, key, frozenset(live_offsets), include_live)
+    scan = _Scan(topic, partition, key, frozenset(live_offsets), include_live, storage or Storage())
     result = scan.result
     if not scan.raw:
         result.notes.append(
@@ -105,7 +104,7 @@ def scan_for_key(
                 scan.guard(result.found, scan.raw_file, path, "table file")
     for root in outputs:
         for path in scan.files(root, result.found):
-            parts = os.path.relpath(path, root).split(os.sep)[:-1]
+            parts = _below(path, root)[:-1]
             if path.endswith(SEGMENT_SUFFIXES):
                 if scan.dir_name in parts:
                     what = _version(parts[len(parts) - parts[::-1].index(scan.dir_name) :])
@@ -116,10 +115,15 @@ def scan_for_key(
         for path in scan.files(root, result.found):
             scan.guard(result.found, scan.raw_file, path, "file")
     for root in sources:
-        for path in scan.files(os.path.join(root, scan.dir_name), result.upstream, note=False):
+        for path in scan.files(f"{root.rstrip('/')}/{scan.dir_name}", result.upstream, note=False):
             if path.endswith(SEGMENT_SUFFIXES):
                 scan.guard(result.upstream, scan.segment, path, "upstream", "source segment")
     return result
+
+
+def _below(path: str, root: str) -> list[str]:
+    """The names of ``path`` below ``root``."""
+    return path[len(root.rstrip("/")) :].strip("/").split("/")
 
 
 def _version(below: list[str]) -> str:
@@ -148,8 +152,15 @@ def _string_leaves(array: Any, name: str) -> Iterator[tuple[str, Any]]:
 
 class _Scan:
     def __init__(
-        self, topic: str, partition: int, key: bytes, live: frozenset[int], include_live: bool
+        self,
+        topic: str,
+        partition: int,
+        key: bytes,
+        live: frozenset[int],
+        include_live: bool,
+        storage: Storage,
     ) -> None:
+        self.storage = storage
         self.topic = topic
         self.partition = partition
         self.key = key
@@ -167,27 +178,16 @@ class _Scan:
 
     def files(self, root: str, into: list[Finding], *, note: bool = True) -> Iterator[str]:
         """The regular files under ``root`` (or ``root`` itself), in name order."""
-        if os.path.isfile(root):
-            yield root
-            return
-        if not os.path.isdir(root):
+        fs, path = self.storage.resolve(root)
+        if not fs.exists(path):
             if note:
                 self.result.notes.append(f"{root}: does not exist, nothing there to scan")
             return
 
         def error(e: OSError) -> None:
-            if not isinstance(e, FileNotFoundError):
-                self.add(into, "unreadable", e.filename or root, None, f"cannot be listed: {e}")
+            self.add(into, "unreadable", e.filename or root, None, f"cannot be listed: {e}")
 
-        for directory, dirs, names in os.walk(root, onerror=error):
-            dirs.sort()
-            for name in sorted(names):
-                path = os.path.join(directory, name)
-                try:
-                    if stat.S_ISREG(os.lstat(path).st_mode):  # not symlinks, FIFOs, sockets
-                        yield path
-                except FileNotFoundError:
-                    continue
+        yield from fs.walk_files(path, error)
 
     def guard(self, into: list[Finding], scan: Callable[..., None], path: str, *args: str) -> None:
         """``scan(path, *args)``, a file gone meanwhile skipped and an unreadable one a finding."""
@@ -200,13 +200,19 @@ class _Scan:
 
     def contains(self, path: str) -> bool:
         tail = b""
-        with open(path, "rb") as f:
-            while chunk := f.read(_CHUNK):
+        stream = self._fs(path).input_file(path).open()
+        try:
+            while chunk := stream.read(_CHUNK):
                 data = tail + chunk
                 if self.key in data:
                     return True
                 tail = data[1 - len(self.key) :]
+        finally:
+            stream.close()
         return False
+
+    def _fs(self, path: str) -> FileSystem:
+        return self.storage.filesystem(path)
 
     def raw_file(self, path: str, what: str) -> None:
         if self.raw and self.contains(path):
@@ -226,7 +232,7 @@ class _Scan:
     def segment(self, path: str, kind: Kind, what: str) -> None:
         into = self.result.upstream if kind == "upstream" else self.result.found
         try:
-            for batch in SegmentReader(LocalInputFile(path), verify_crc=False):
+            for batch in SegmentReader(self._fs(path).input_file(path), verify_crc=False):
                 if batch.is_control:
                     continue
                 for r in batch.records():
@@ -237,11 +243,11 @@ class _Scan:
             self.undecodable(path, into, what, e)
 
     def parquet(self, path: str) -> None:
-        parts = os.path.normpath(path).split(os.sep)
+        parts = path.split("/")
         what = "Delta log checkpoint" if "_delta_log" in parts else "table data file"
         what = "change data file" if "_change_data" in parts else what
         try:
-            with pq.ParquetFile(path) as pf:
+            with self._fs(path).open_seekable(path) as f, pq.ParquetFile(f) as pf:
                 names = set(pf.schema_arrow.names)
                 if set(_KEY_COLUMNS) <= names:
                     self._rows(pf, path, f"{what} (Parquet)", "offset" in names)

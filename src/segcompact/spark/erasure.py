@@ -49,7 +49,7 @@ from segcompact.erasure.schedule import (
     smallest_sla_ms,
 )
 from segcompact.spark.ledger import DELETE, ROUND, read_rows, rows_frame, upsert
-from segcompact.spark.materialize import Materializer, superseded_versions
+from segcompact.spark.materialize import Materializer
 from segcompact.spark.tables import LEDGER_SCHEMA, Tables
 from segcompact.timing import timed
 
@@ -282,21 +282,8 @@ class Eraser:
         todo = [r for r in rounds if r["materialized_at"] and r["versions_removed_at"] is None]
         if not todo:
             return
-        published = {
-            (x["topic"], x["partition"]): x["materialized_version"]
-            for x in self.tables.partitions.arrow(
-                self.spark, ["topic", "partition", "materialized_version"]
-            ).to_pylist()
-        }
         for r in todo:
-            keep = published.get((r["topic"], r["partition"]))
-            left = superseded_versions(
-                self.config.output.path,
-                r["topic"],
-                r["partition"],
-                keep,
-                self.materializer.remove_tree,
-            )
+            left = self.materializer.output.remove_superseded(r["topic"], r["partition"])
             if left:
                 r["error"] = "old output versions could not be removed: " + "; ".join(left)
             else:

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import shutil
+import posixpath
 import signal
 import threading
 import time
@@ -25,6 +24,7 @@ from segcompact.config import CompactorConfig
 from segcompact.erasure.keyhash import ledger_secret
 from segcompact.erasure.schedule import smallest_sla_ms
 from segcompact.errors import SegcompactError
+from segcompact.spark.compat import once_trigger
 from segcompact.spark.erasure import Eraser, RoundReport
 from segcompact.spark.materialize import Materializer
 from segcompact.spark.merge import BatchMerger
@@ -35,7 +35,7 @@ from segcompact.timing import timed
 
 def manifest_dir(config: CompactorConfig) -> str:
     """The source's segment manifest lives beside the query's checkpoint."""
-    return os.path.join(config.stream.checkpoint, "manifest")
+    return posixpath.join(config.stream.checkpoint, "manifest")
 
 
 class Compactor:
@@ -46,8 +46,6 @@ class Compactor:
         spark: SparkSession,
         config: CompactorConfig,
         clock: Clock | None = None,
-        *,
-        remove_tree: Callable[[str], None] = shutil.rmtree,
     ) -> None:
         self.spark = spark
         self.config = config
@@ -57,7 +55,7 @@ class Compactor:
         self.tables = Tables.of(config)
         self.tables.ensure(spark)
         self.merger = BatchMerger(spark, self.tables, config, self.clock, secret=secret)
-        self.materializer = Materializer(spark, config, self.tables, self.clock, remove_tree)
+        self.materializer = Materializer(spark, config, self.tables, self.clock)
         self.eraser = Eraser(spark, config, self.tables, self.materializer, self.clock)
         # The upkeep runs at most this often: after a micro-batch of the continuous query, in
         # its thread, or from the idle timer (GracefulStop.wait) when no batch comes.
@@ -80,6 +78,8 @@ class Compactor:
             .option("rolledOnly", str(self.config.source.rolled_only).lower())
             .option("manifest", manifest_dir(self.config))
         )
+        for key, value in self.config.storage.hadoop.items():
+            reader = reader.option(key, value)  # the source opens roots and manifest with them
         limit = self.config.stream.max_segments_per_batch
         if limit:
             reader = reader.option("maxSegmentsPerTrigger", str(limit))
@@ -114,10 +114,10 @@ class Compactor:
             reader.load()
             .writeStream.queryName("segcompact")
             .foreachBatch(batch)
-            .option("checkpointLocation", os.path.join(self.config.stream.checkpoint, "query"))
+            .option("checkpointLocation", posixpath.join(self.config.stream.checkpoint, "query"))
         )
         if once:
-            writer = writer.trigger(availableNow=True)
+            writer = writer.trigger(**once_trigger())  # availableNow, or once before PySpark 4.2
         else:
             writer = writer.trigger(processingTime=self.config.stream.trigger_interval)
             # What is due first (a round a stop left open completes). Before it, the paths

@@ -4,22 +4,15 @@ A partition's output is its state rows (compacted) and its young rows (records y
 ``min.compaction.lag.ms`` and every later one, raw), in offset order: Kafka's cleaned log up to
 the first uncleanable offset, then the log as it was.
 
-Layout under the output path, local file systems only for now::
-
-    <output>/<topic>-<partition>            symlink to the published version
-    <output>/.versions/<topic>-<partition>/v<N>/   <20-digit base>.log .index .timeindex
-
-A version is written into ``v<N>.tmp`` by the executor that holds the partition's rows, renamed
-to ``v<N>`` when complete, and published by replacing the symlink (``rename`` is atomic), so a
-reader sees the old set or the new one, never half of one. Superseded versions and leftovers of
-a crashed attempt are deleted after the publish.
+Each version is written aside, on the executor that holds the partition's rows, and published
+by the driver with one atomic write of a small manifest (see :mod:`segcompact.publication`), on
+a local disk or an object store alike; superseded versions are removed after the publish.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Callable, Collection, Iterator
+import json
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,11 +28,11 @@ from segcompact.compaction.rules import is_young
 from segcompact.compaction.triggers import Reason
 from segcompact.config import CompactorConfig, TombstoneMode
 from segcompact.format.attributes import Compression, RecordAttr
+from segcompact.publication import Output, OutputFile, Publication, new_version_directory
 from segcompact.spark.partitions import decision
 from segcompact.spark.tables import RECORD_FIELDS, Tables
-from segcompact.storage import LocalOutputDirectory
+from segcompact.storage import Storage
 
-VERSIONS = ".versions"
 _RESULT = T.StructType(
     [
         T.StructField("topic", T.StringType()),
@@ -50,6 +43,7 @@ _RESULT = T.StructType(
         T.StructField("next_horizon", T.LongType()),
         T.StructField("dirty_bytes", T.LongType()),  # the young rows: written, not compacted
         T.StructField("first_dirty", T.LongType()),
+        T.StructField("files", T.StringType()),  # JSON: name, size and CRC-32C of each file
     ]
 )
 _ROW_COLUMNS = [f.name for f in RECORD_FIELDS]
@@ -68,19 +62,13 @@ class Plan:
     compression: Compression
     segment_bytes: int
     index_interval_bytes: int
-    staging: str
+    output: str  # the output location
+    storage: Storage
+    directory: str  # this attempt's version directory, relative to the output
     reasons: tuple[str, ...]
     tombstone_attribute: bool  # KIP-87's attribute mode: tombstones carry attribute bit 0
     now_ms: int  # when the plan was made: which rows are young (min.compaction.lag.ms)
     min_compaction_lag_ms: int
-
-
-def partition_dir(output: str, topic: str, partition: int) -> str:
-    return os.path.join(output, f"{topic}-{partition}")
-
-
-def version_dir(output: str, topic: str, partition: int, version: int) -> str:
-    return os.path.join(output, VERSIONS, f"{topic}-{partition}", f"v{version}")
 
 
 def _codec(topic_codec: Compression | None, input_codec: int | None) -> Compression:
@@ -92,8 +80,6 @@ def _codec(topic_codec: Compression | None, input_codec: int | None) -> Compress
 
 def write_plan(plan: Plan, rows: pa.Table) -> dict[str, Any]:
     """Write one partition's rows (any order) as the segments of ``plan``; runs on executors."""
-    if os.path.exists(plan.staging):
-        shutil.rmtree(plan.staging)  # a crashed attempt's leftovers
     rows = rows.sort_by("offset")
     horizons: list[int] = []
     dirty_bytes = 0
@@ -131,8 +117,9 @@ def write_plan(plan: Plan, rows: pa.Table) -> dict[str, Any]:
                 raw_timestamps.append(timestamp)
             yield record
 
+    directory = Output(plan.output, plan.storage).version_directory(plan.directory)
     written = write_partition(
-        LocalOutputDirectory(plan.staging),
+        directory,
         records(),
         log_end_offset=plan.log_end_offset,
         log_start_offset=plan.log_start_offset,
@@ -149,6 +136,7 @@ def write_plan(plan: Plan, rows: pa.Table) -> dict[str, Any]:
         "next_horizon": min(horizons) if horizons else None,
         "dirty_bytes": dirty_bytes,
         "first_dirty": _first_dirty(raw_timestamps, plan),
+        "files": json.dumps([[f.name, f.size, f.crc32c] for f in directory.files]),
     }
 
 
@@ -166,54 +154,6 @@ def _first_dirty(raw_timestamps: list[int], plan: Plan) -> int | None:
     return min(young or raw_timestamps, default=None)
 
 
-def publish(output: str, plan: Plan, remove_tree: Callable[[str], None]) -> list[str]:
-    """Make ``plan``'s staged version the partition's current one, then remove older versions;
-    what could not be removed (:func:`superseded_versions`)."""
-    final = version_dir(output, plan.topic, plan.partition, plan.version)
-    if os.path.exists(final):
-        remove_tree(final)
-    os.rename(plan.staging, final)
-    link = partition_dir(output, plan.topic, plan.partition)
-    tmp_link = link + ".publishing"
-    if os.path.lexists(tmp_link):
-        os.remove(tmp_link)
-    os.symlink(os.path.relpath(final, output), tmp_link)
-    os.replace(tmp_link, link)
-    return superseded_versions(output, plan.topic, plan.partition, plan.version, remove_tree)
-
-
-def superseded_versions(
-    output: str,
-    topic: str,
-    partition: int,
-    keep: int | None,
-    remove_tree: Callable[[str], None],
-    attempts: int = 3,
-) -> list[str]:
-    """Remove every version of the partition but ``keep`` (superseded ones, staged ones of a
-    crashed attempt) and check that they are gone; each one still there, with why."""
-    versions = os.path.join(output, VERSIONS, f"{topic}-{partition}")
-    keep_name = None if keep is None else f"v{keep}"
-    left: dict[str, str] = {}
-    for _ in range(attempts):
-        if not os.path.isdir(versions):
-            return []
-        left = {}
-        for name in sorted(os.listdir(versions)):
-            if name == keep_name:
-                continue
-            path = os.path.join(versions, name)
-            try:
-                remove_tree(path)
-            except OSError as e:
-                left[path] = e.strerror or str(e)
-            if os.path.lexists(path) and path not in left:
-                left[path] = "still there after removal"
-        if not left:
-            return []
-    return [f"{path}: {why}" for path, why in sorted(left.items())]
-
-
 class Materializer:
     def __init__(
         self,
@@ -221,13 +161,12 @@ class Materializer:
         config: CompactorConfig,
         tables: Tables,
         clock: Clock,
-        remove_tree: Callable[[str], None] = shutil.rmtree,
     ) -> None:
         self.spark = spark
         self.config = config
         self.tables = tables
         self.clock = clock
-        self.remove_tree = remove_tree
+        self.output = Output(config.output.path, config.storage)
 
     def plans(
         self,
@@ -258,7 +197,9 @@ class Materializer:
                 reasons.append(str(Reason.DELETION_SLA))
             if not reasons:
                 continue
-            version = (r["materialized_version"] or 0) + 1
+            # A crashed attempt may have published a version the table does not know yet.
+            latest = self.output.latest(*tp)
+            version = max(r["materialized_version"] or 0, latest.version if latest else 0) + 1
             plans.append(
                 Plan(
                     *tp,
@@ -268,7 +209,9 @@ class Materializer:
                     _codec(cfg.compression_type, r["compression"]),
                     cfg.segment_bytes,
                     cfg.index_interval_bytes,
-                    version_dir(self.config.output.path, *tp, version) + ".tmp",
+                    self.config.output.path,
+                    self.config.storage,
+                    new_version_directory(*tp, version),
                     tuple(reasons),
                     cfg.tombstone_mode is TombstoneMode.ATTRIBUTE,
                     now,
@@ -312,8 +255,13 @@ class Materializer:
         now = self.clock.now_ms()
         out = []
         for key, plan in by_tp.items():
+            self.output.publish(
+                Publication(
+                    plan.topic, plan.partition, plan.version, plan.directory, _files(results[key])
+                )
+            )
             # Versions left behind are retried by the erasure round that needs them gone.
-            left = publish(self.config.output.path, plan, self.remove_tree)
+            left = self.output.remove_superseded(plan.topic, plan.partition)
             out.append(
                 {
                     **results[key],
@@ -363,6 +311,12 @@ class Materializer:
             )
             .execute()
         )
+
+
+def _files(result: dict[str, Any]) -> tuple[OutputFile, ...]:
+    return tuple(
+        OutputFile(str(n), int(size), int(crc)) for n, size, crc in json.loads(result["files"])
+    )
 
 
 def _arrow(schema: T.StructType) -> pa.Schema:

@@ -6,7 +6,12 @@ Three ways in, one function:
 - the driver was started by ``spark-submit``: master and jars come from its command line
   (``--packages io.delta:...``), only segcompact's SQL settings are added;
 - otherwise segcompact starts the JVM itself with the Delta jars that ``make setup`` resolved
-  from Maven Central into ``<repo>/.jars/delta`` (or ``$SEGCOMPACT_JARS_DIR``).
+  from Maven Central into ``<repo>/.jars/delta`` (or ``$SEGCOMPACT_JARS_DIR``), and S3A's
+  (``hadoop-aws`` and the AWS SDK) from ``<repo>/.jars/s3`` when they are there.
+
+A config's ``[spark]`` settings (:func:`config_settings`) go to a session segcompact starts; a
+session already running takes its ``spark.hadoop.*`` ones into its Hadoop configuration (the
+object-store settings the job's locations need), and keeps the rest as it was started.
 """
 
 from __future__ import annotations
@@ -15,13 +20,18 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
 from segcompact.errors import SegcompactError
 
+if TYPE_CHECKING:
+    from segcompact.config import CompactorConfig
+
 JARS_DIR_ENV = "SEGCOMPACT_JARS_DIR"
 _JARS_SUBDIR = Path(".jars", "delta")
+_S3_JARS_SUBDIR = Path(".jars", "s3")
 
 # Only Delta's own connector and storage layer. delta-spark's pom also pulls in delta-kernel,
 # Unity Catalog clients, Hadoop, Parquet and Jackson jars older than the ones in the pyspark
@@ -66,6 +76,7 @@ def get_spark(
     """
     active = SparkSession.getActiveSession()
     if active is not None:
+        _apply_hadoop_settings(active, conf or {})
         return active
 
     settings = dict(_BASE_CONF)
@@ -75,7 +86,7 @@ def get_spark(
     else:
         master = master or "local[*]"
         builder = builder.master(master)
-        settings["spark.jars"] = ",".join(str(jar) for jar in find_delta_jars())
+        settings["spark.jars"] = ",".join(str(jar) for jar in [*find_delta_jars(), *_s3_jars()])
         if master.startswith("local"):
             # Python workers must run this interpreter (the venv), not whatever `python3` is.
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -89,9 +100,36 @@ def get_spark(
     return builder.getOrCreate()
 
 
+def config_settings(config: CompactorConfig) -> dict[str, str]:
+    """The session settings a config asks for: ``[spark]``, after what its storage needs
+    (``s3://`` through S3A, ``AWS_ENDPOINT_URL``), which ``[spark]`` may override."""
+    return {**config.storage.spark_settings(), **config.spark}
+
+
+def _apply_hadoop_settings(spark: SparkSession, conf: Mapping[str, str]) -> None:
+    hadoop = {
+        k.removeprefix("spark.hadoop."): v for k, v in conf.items() if k.startswith("spark.hadoop.")
+    }
+    if not hadoop:
+        return
+    jsc = getattr(spark.sparkContext, "_jsc", None)
+    if jsc is None:
+        return  # Spark Connect: the cluster's own settings apply
+    target = jsc.hadoopConfiguration()
+    for key, value in hadoop.items():
+        target.set(key, value)
+
+
+def _s3_jars() -> list[Path]:
+    """S3A's jars (``make setup`` puts them in ``.jars/s3``), none where they are missing."""
+    for jars_dir in _candidate_dirs(_S3_JARS_SUBDIR):
+        return sorted(p.resolve() for p in jars_dir.glob("*.jar"))
+    return []
+
+
 def find_delta_jars() -> list[Path]:
     """Return the Delta jars to put on the classpath, or raise if ``make setup`` has not run."""
-    for jars_dir in _candidate_dirs():
+    for jars_dir in _candidate_dirs(_JARS_SUBDIR):
         jars = [max(jars_dir.glob(pattern), default=None) for pattern in _DELTA_JAR_PATTERNS]
         if all(jar is not None for jar in jars):
             return [jar.resolve() for jar in jars if jar is not None]
@@ -101,16 +139,16 @@ def find_delta_jars() -> list[Path]:
     )
 
 
-def _candidate_dirs() -> list[Path]:
+def _candidate_dirs(subdir: Path) -> list[Path]:
     override = os.environ.get(JARS_DIR_ENV)
-    if override:
+    if override and subdir == _JARS_SUBDIR:
         return [Path(override).expanduser()]
     # The repo root is an ancestor both of src/ (editable install) and of .venv/ (a regular
     # install into the repo's venv); the working directory covers running from a checkout.
     here = Path(__file__).resolve()
     cwd = Path.cwd().resolve()
     roots = [*here.parents, cwd, *cwd.parents]
-    return [root / _JARS_SUBDIR for root in dict.fromkeys(roots) if (root / _JARS_SUBDIR).is_dir()]
+    return [root / subdir for root in dict.fromkeys(roots) if (root / subdir).is_dir()]
 
 
 def _launched_by_spark_submit() -> bool:

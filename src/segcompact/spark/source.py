@@ -24,6 +24,10 @@ Options (names are case-insensitive, as for every Spark source):
   is decoded into (bounded memory per task).
 - ``maxPartitionBytes`` [134217728]: small segments of a micro-batch share a Spark task up to
   this many bytes; a larger segment has a task of its own.
+- ``fs.*``: Hadoop storage settings for roots and manifest on an object store, as Spark takes
+  them without ``spark.hadoop.`` (``fs.s3a.endpoint``, ``fs.s3a.access.key``, …); the standard
+  environment credentials otherwise. Roots and manifest may be local paths or URIs
+  (``s3a://``, ``abfss://``, ``gs://``; see :mod:`segcompact.storage`).
 
 One row per record with the columns of :data:`segcompact.format.arrow.SCHEMA` (Spark Kafka
 source names and types for the shared ones), then ``segment`` (the file), ``segment_end``,
@@ -48,7 +52,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -74,7 +78,8 @@ from segcompact.errors import ConfigError, CorruptBatchError
 from segcompact.format.arrow import SCHEMA, decode_segment
 from segcompact.format.segment import SegmentReader
 from segcompact.manifest import Manifest, ManifestEntry, offset_of
-from segcompact.storage import LocalInputFile
+from segcompact.storage import Storage
+from segcompact.storage.settings import scheme_of
 
 NAME = "kafka-segments"
 DEFAULT_CHUNK_RECORDS = 1 << 16
@@ -115,6 +120,7 @@ class SourceOptions:
     chunk_records: int
     chunk_bytes: int
     max_partition_bytes: int
+    storage: Storage = field(default_factory=Storage)
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -127,12 +133,18 @@ class SourceOptions:
         return cls(
             roots=roots,
             rolled_only=rolled_only,
-            manifest=os.path.abspath(manifest),
+            manifest=_absolute(manifest),
             max_segments_per_trigger=_positive(opts, "maxSegmentsPerTrigger"),
             chunk_records=_positive(opts, "chunkRecords") or DEFAULT_CHUNK_RECORDS,
             chunk_bytes=_positive(opts, "chunkBytes") or DEFAULT_CHUNK_BYTES,
             max_partition_bytes=_positive(opts, "maxPartitionBytes") or DEFAULT_MAX_PARTITION_BYTES,
+            storage=Storage({k: v for k, v in opts.items() if k.startswith("fs.")}),
         )
+
+
+def _absolute(location: str) -> str:
+    """A local path made absolute (against the driver's working directory); a URI as it is."""
+    return location if scheme_of(location) else os.path.abspath(location)
 
 
 def manifest_key(roots: Sequence[str], rolled_only: bool) -> str:
@@ -156,7 +168,7 @@ def _roots(opts: Mapping[str, str]) -> tuple[str, ...]:
     else:
         raw.extend(paths.split(","))
     raw.append(opts.get("path") or "")
-    roots = tuple(dict.fromkeys(os.path.abspath(p.strip()) for p in raw if p.strip()))
+    roots = tuple(dict.fromkeys(_absolute(p.strip()) for p in raw if p.strip()))
     if not roots:
         raise ConfigError(
             f"{NAME}: no source root; set option paths (comma-separated) or call load(path)"
@@ -221,12 +233,15 @@ def read_task(task: InputPartition, options: SourceOptions) -> Iterator[pa.Recor
         return  # Spark's placeholder partition when nothing was found
     for segment in task.segments:
         yield from read_segment(
-            segment, chunk_records=options.chunk_records, chunk_bytes=options.chunk_bytes
+            segment,
+            chunk_records=options.chunk_records,
+            chunk_bytes=options.chunk_bytes,
+            storage=options.storage,
         )
 
 
 def read_segment(
-    part: ManifestEntry, *, chunk_records: int, chunk_bytes: int
+    part: ManifestEntry, *, chunk_records: int, chunk_bytes: int, storage: Storage
 ) -> Iterator[pa.RecordBatch]:
     """The records of one segment as Arrow batches, then its summary row.
 
@@ -234,7 +249,8 @@ def read_segment(
     raise, so Spark retries the task instead of recording a transient failure for good.
     """
     segment = part.file
-    reader = SegmentReader(LocalInputFile(segment.path))
+    fs, path = storage.resolve(segment.path)
+    reader = SegmentReader(fs.input_file(path))
     failure: CorruptBatchError | None = None
     try:
         for batch in decode_segment(
@@ -329,7 +345,7 @@ class KafkaSegmentsStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
-        self.manifest = Manifest(options.manifest)
+        self.manifest = Manifest(options.manifest, options.storage)
         # Set by Trigger.AvailableNow: the last seq this run may hand out.
         self.target: int | None = None
 
@@ -389,7 +405,9 @@ class KafkaSegmentsBatchReader(DataSourceReader):
         self.options = options
 
     def partitions(self) -> list[SegmentTask]:
-        found = discover(self.options.roots, rolled_only=self.options.rolled_only)
+        found = discover(
+            self.options.roots, rolled_only=self.options.rolled_only, storage=self.options.storage
+        )
         return pack(
             (ManifestEntry(i, s) for i, s in enumerate(found, start=1)),
             self.options.max_partition_bytes,

@@ -22,6 +22,7 @@ from segcompact.clock import epoch_ms
 from segcompact.config import CompactorConfig, is_table_name
 from segcompact.erasure.schedule import DAY_MS, EXPIRED, STAGES, retention_ms
 from segcompact.errors import ConfigError
+from segcompact.storage import Storage
 
 HEADERS = T.ArrayType(
     T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())])
@@ -161,6 +162,7 @@ class Table:
 
     name: str
     schema: T.StructType
+    storage: Storage = field(default_factory=Storage)  # how delta-rs opens it
 
     @property
     def is_path(self) -> bool:
@@ -213,12 +215,16 @@ class Table:
             spark.sql(f"ALTER TABLE {self.sql_name(spark)} SET TBLPROPERTIES ({pairs})")
 
     def native(self, spark: SparkSession) -> delta_native.DeltaTable | None:
-        """The table through delta-rs when it is a path on the local file system; else None
-        (a catalog name, another file system: Spark reads it)."""
+        """The table through delta-rs, for reading, when it is a path on a file system delta-rs
+        is given (local, S3); else None (a catalog name, another store: Spark reads it)."""
         if not self.is_path:
             return None
-        path = delta_native.local_path(qualify(spark, self.name))
-        return None if path is None else delta_native.open_table(path)
+        location = qualify(spark, self.name)
+        options = self.storage.delta_options(location)
+        if options is None:
+            return None
+        path = delta_native.local_path(location)
+        return delta_native.open_table(path or location, options)
 
     def version(self, spark: SparkSession) -> int:
         """The table's newest version."""
@@ -265,7 +271,10 @@ class Table:
     def vacuum(self, spark: SparkSession) -> None:
         """VACUUM under the table's own retention, with Delta's retention check on."""
         native = self.native(spark)
-        if native is None or not delta_native.vacuum(native):
+        # delta-rs writes VACUUM's commits only on local disks: on an object store its commit
+        # would not go through the LogStore Spark's commits use.
+        local = native is not None and delta_native.local_path(qualify(spark, self.name))
+        if not local or native is None or not delta_native.vacuum(native):
             self.delta(spark).vacuum()
 
     def sql_name(self, spark: SparkSession) -> str:
@@ -339,13 +348,15 @@ class Tables:
         young: str,
         ledger: str,
         properties: Mapping[str, str] | None = None,
+        storage: Storage | None = None,
     ) -> Tables:
+        storage = storage or Storage()
         return cls(
-            Table(state, STATE_SCHEMA),
-            Table(partitions, PARTITIONS_SCHEMA),
-            Table(pending, PENDING_SCHEMA),
-            Table(young, YOUNG_SCHEMA),
-            Table(ledger, LEDGER_SCHEMA),
+            Table(state, STATE_SCHEMA, storage),
+            Table(partitions, PARTITIONS_SCHEMA, storage),
+            Table(pending, PENDING_SCHEMA, storage),
+            Table(young, YOUNG_SCHEMA, storage),
+            Table(ledger, LEDGER_SCHEMA, storage),
             dict(properties or {}),
         )
 
@@ -360,6 +371,7 @@ class Tables:
             s.young_table,
             s.ledger_table,
             retention_properties(retention_ms(config)),
+            config.storage,
         )
 
     def all(self) -> dict[str, Table]:

@@ -1,61 +1,104 @@
-"""Where segcompact's files are: the one seam between its code and a file system.
+"""Local (POSIX) files: the embedded default, and FUSE mounts of object stores.
 
-Discovery and the manifest list, read and publish through :class:`FileSystem`; the codec reads
-segments through :class:`~segcompact.format.io.InputFile` and writes them through
-:class:`~segcompact.format.io.OutputDirectory`. Only local (POSIX) paths are implemented here;
-object stores are added behind these same classes.
+Segments are read through ``pyarrow.fs`` (:class:`ArrowInputFile`); on local files it reads as
+fast as a buffered Python file. Writes stay on Python files: ``pyarrow.fs`` can neither fsync a
+file nor create one exclusively, and a segment or manifest file must be durable, and never
+overwrite another, before it is published.
 
-Segments are read through ``pyarrow.fs`` (:class:`ArrowInputFile`), which has object stores
-already; on local files it reads as fast as a buffered Python file. Writes stay on Python files:
-``pyarrow.fs`` can neither fsync a file nor create one exclusively, and a segment or manifest
-file must be durable, and never overwrite another, before it is published.
+A FUSE mount of an object store (Databricks' ``/Volumes/…`` and ``/dbfs/…``) has neither hard
+links nor symlinks: there an exclusive create writes the file with ``O_EXCL`` (the mount
+uploads it whole when it is closed) and :meth:`LocalFileSystem.point` does nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import shutil
+import stat
 import uuid
-from dataclasses import dataclass
-from typing import IO, Protocol
+from collections.abc import Callable
+from typing import IO, BinaryIO
 
 from pyarrow import fs as pafs
 
 from segcompact.format.io import InputStream, OutputStream
+from segcompact.storage.base import FileInfo
 
 _READ_BUFFER = 1 << 20
 
 
-@dataclass(frozen=True, slots=True)
-class FileInfo:
-    """One directory entry: its name, full path, kind and size in bytes (0 for directories)."""
-
-    name: str
-    path: str
-    is_dir: bool
-    size: int
-
-
-class FileSystem(Protocol):
-    """What discovery and the manifest need from storage."""
-
-    def abspath(self, path: str) -> str: ...
-
-    def exists(self, path: str) -> bool: ...
-
-    def list_dir(self, path: str) -> list[FileInfo]: ...
-
-    def read_bytes(self, path: str) -> bytes: ...
-
-    def makedirs(self, path: str) -> None: ...
-
-    def create_exclusive(self, path: str, data: bytes) -> bool:
-        """Publish ``data`` at ``path`` atomically; False (and nothing written) if it exists."""
-        ...
-
-
 class LocalFileSystem:
-    """Local POSIX files through ``os``."""
+    """Local POSIX files through ``os``; ``links=False`` for mounts without hard or symlinks."""
+
+    def __init__(self, *, links: bool = True) -> None:
+        self._links = links
+
+    def __repr__(self) -> str:
+        return f"LocalFileSystem(links={self._links})"
+
+    @property
+    def links(self) -> bool:
+        return self._links
+
+    def join(self, path: str, *names: str) -> str:
+        return os.path.join(path, *names)
+
+    def is_file(self, path: str) -> bool:
+        return os.path.isfile(path)
+
+    def walk_files(self, path: str, on_error: Callable[[OSError], None] | None = None) -> list[str]:
+        if os.path.isfile(path) and not os.path.islink(path):
+            return [path]
+        found = []
+
+        def fail(e: OSError) -> None:
+            if isinstance(e, FileNotFoundError):
+                return  # gone while walking: nothing there
+            if on_error is None:
+                raise e
+            on_error(e)
+
+        for directory, dirs, names in os.walk(path, onerror=fail):
+            dirs.sort()
+            for name in sorted(names):
+                full = os.path.join(directory, name)
+                try:
+                    if stat.S_ISREG(os.lstat(full).st_mode):  # not symlinks, FIFOs, sockets
+                        found.append(full)
+                except FileNotFoundError:
+                    continue
+        return found
+
+    def input_file(self, path: str) -> ArrowInputFile:
+        return LocalInputFile(path)
+
+    def open_seekable(self, path: str) -> BinaryIO:
+        return open(path, "rb")
+
+    def output_directory(self, path: str) -> LocalOutputDirectory:
+        return LocalOutputDirectory(path)
+
+    def remove(self, path: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+
+    def remove_tree(self, path: str) -> None:
+        if os.path.islink(path) or os.path.isfile(path):
+            self.remove(path)
+        elif os.path.exists(path):
+            shutil.rmtree(path)
+
+    def point(self, link: str, target: str) -> None:
+        if not self._links:
+            return
+        tmp = f"{link}.publishing"
+        if os.path.lexists(tmp):
+            os.remove(tmp)
+        os.symlink(os.path.relpath(target, os.path.dirname(link)), tmp)
+        os.replace(tmp, link)
+        _fsync_dir(os.path.dirname(link))
 
     def abspath(self, path: str) -> str:
         return os.path.abspath(os.path.expanduser(path))
@@ -83,6 +126,8 @@ class LocalFileSystem:
         os.makedirs(path, exist_ok=True)
 
     def create_exclusive(self, path: str, data: bytes) -> bool:
+        if not self._links:
+            return _write_new(path, data)
         directory, name = os.path.split(path)
         tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
         with open(tmp, "xb") as f:
@@ -91,21 +136,31 @@ class LocalFileSystem:
             os.fsync(f.fileno())
         try:
             # A hard link publishes the complete file and, unlike os.replace, fails when a
-            # concurrent writer got there first; where links are not supported, os.replace
-            # is still atomic, only not exclusive.
+            # concurrent writer got there first.
             try:
                 os.link(tmp, path)
             except FileExistsError:
                 return False
-            except OSError:
-                if os.path.exists(path):
-                    return False
-                os.replace(tmp, path)
+            except OSError:  # no hard links here after all
+                return _write_new(path, data)
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
         _fsync_dir(directory)
         return True
+
+
+def _write_new(path: str, data: bytes) -> bool:
+    """``data`` in a new file at ``path`` (``O_EXCL``), durable; False if it exists."""
+    try:
+        f = open(path, "xb")  # noqa: SIM115 (closed below)
+    except FileExistsError:
+        return False
+    with f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    return True
 
 
 def _fsync_dir(directory: str) -> None:

@@ -1,0 +1,77 @@
+"""What segcompact needs from a file system, whatever the store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import BinaryIO, Protocol
+
+from segcompact.format.io import InputFile, OutputDirectory
+
+
+@dataclass(frozen=True, slots=True)
+class FileInfo:
+    """One directory entry: its name, full path, kind and size in bytes (0 for directories)."""
+
+    name: str
+    path: str
+    is_dir: bool
+    size: int
+
+
+class FileSystem(Protocol):
+    """A file system's paths are strings in its own form (a local path, ``s3a://b/k``)."""
+
+    @property
+    def links(self) -> bool:
+        """Whether :meth:`point` makes a symlink (a local disk) or does nothing."""
+        ...
+
+    def abspath(self, path: str) -> str: ...
+
+    def join(self, path: str, *names: str) -> str: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def is_file(self, path: str) -> bool: ...
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        """The entries of a directory; :class:`FileNotFoundError` when there is none."""
+        ...
+
+    def walk_files(self, path: str, on_error: Callable[[OSError], None] | None = None) -> list[str]:
+        """Every regular file under ``path`` (not following symlinks), in path order; a part
+        that cannot be listed goes to ``on_error`` (raised without one)."""
+        ...
+
+    def read_bytes(self, path: str) -> bytes: ...
+
+    def makedirs(self, path: str) -> None: ...
+
+    def create_exclusive(self, path: str, data: bytes) -> bool:
+        """Publish ``data`` at ``path`` in one atomic write; False (and nothing written) if
+        something is there already, written by anyone."""
+        ...
+
+    def input_file(self, path: str) -> InputFile: ...
+
+    def open_seekable(self, path: str) -> BinaryIO:
+        """A file to read at any position (Parquet's footer first)."""
+        ...
+
+    def output_directory(self, path: str) -> OutputDirectory:
+        """A directory for new files, each complete and durable once closed."""
+        ...
+
+    def remove(self, path: str) -> None:
+        """Remove a file; nothing when it is gone already."""
+        ...
+
+    def remove_tree(self, path: str) -> None:
+        """Remove a directory and everything in it; nothing when it is gone already."""
+        ...
+
+    def point(self, link: str, target: str) -> None:
+        """Make ``link`` a symlink to ``target``, atomically replacing what was there (local
+        file systems); nothing where there are no links."""
+        ...
