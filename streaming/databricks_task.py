@@ -9,12 +9,18 @@ The config is read with Python's own file API on the driver, so give a path the 
 as a local file: a workspace file (``/Workspace/...``) or a Unity Catalog volume
 (``/Volumes/...``); ``dbfs:/`` URIs are not read.
 
-Nothing happens here but argument parsing and attaching to the cluster's session: the job is
-``segcompact.cli.main(["run", ...])``, the same code path as ``segcompact run``. On Databricks
-the Python process does not own a SparkSession until it asks for one, so this file asks the
-runtime for its session first (no options: Databricks owns its settings and has Delta built
-in); ``get_spark()`` inside the job then returns that active session as it is. Off Databricks
-(a local try) no session is attached here and ``get_spark()`` starts the usual local one.
+Nothing happens here but argument parsing, a check that the job loads and attaching to the
+cluster's session: the job is ``segcompact.cli.main(["run", ...])``, the same code path as
+``segcompact run``. On Databricks the Python process does not own a SparkSession until it asks
+for one, so this file asks the runtime for its session first (no options: Databricks owns its
+settings and has Delta built in); ``get_spark()`` inside the job then returns that active
+session as it is. Off Databricks (a local try) no session is attached here and ``get_spark()``
+starts the usual local one.
+
+Runtime: Databricks Runtime 19 or later (Apache Spark 4.2.0). The ``kafka-segments`` source is
+a Python streaming data source written against PySpark 4.2's API (admission control,
+``SupportsTriggerAvailableNow``); on 17.x and 18 (Spark 4.0, 4.1) it does not load, and this
+file says so in one line and exits 2 before any Spark work.
 """
 
 from __future__ import annotations

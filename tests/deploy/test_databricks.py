@@ -203,7 +203,32 @@ def test_config_has_tables_in_unity_catalog_and_files_in_volumes(config: Compact
     config.check_storage()
 
 
-# --- the entry point on local Spark -------------------------------------------------------------
+# --- the entry point ------------------------------------------------------------------------------
+
+# The task file run as Databricks runs it, on a PySpark without 4.2's streaming data source
+# module (4.0 and 4.1: Databricks Runtime 17.x and 18).
+_ON_OLD_PYSPARK = """
+import runpy, sys
+sys.modules["pyspark.sql.streaming.datasource"] = None
+task, config = sys.argv[1:]
+sys.argv = [task, "--config", config, "--once"]
+runpy.run_path(task, run_name="__main__")
+"""
+
+
+def test_task_says_which_runtime_it_needs() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _ON_OLD_PYSPARK, str(TASK), str(CONFIG)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("databricks_task: error: segcompact's streaming source does not load")
+    assert "Databricks Runtime 19 or later" in line
+
 
 # Reads the job's tables by catalog name in a new session: what a later run, or a user's SQL,
 # sees in the metastore.

@@ -7,7 +7,9 @@ payloads, error messages included. The C builder is compiled by ``make``; a miss
 
 from __future__ import annotations
 
+import logging
 import struct
+import sys
 import threading
 from array import array
 from collections.abc import Callable, Sequence
@@ -523,3 +525,20 @@ def test_decode_segment_pure_and_compiled_agree(
     pure, compiled = table(True), table(False)
     assert compiled.num_rows == 30 + 1 + 12 + 9 + 20
     assert compiled.equals(pure)
+
+
+def test_without_the_c_decoder_the_pure_one_runs_with_one_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from segcompact.format import columns
+
+    monkeypatch.setitem(sys.modules, "segcompact.format._crecords", None)  # not built
+    columns._warn_pure.cache_clear()
+    with caplog.at_level(logging.WARNING, logger="segcompact"):
+        first, second = columns.column_builder(), columns.column_builder()
+    columns._warn_pure.cache_clear()
+    assert isinstance(first, columns.PyColumnBuilder) and isinstance(
+        second, columns.PyColumnBuilder
+    )
+    assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
+    assert "C record decoder is not built" in caplog.records[0].message

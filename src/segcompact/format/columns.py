@@ -10,6 +10,9 @@ binary column int32 offsets (n + 1 entries), the data, and one validity byte per
 
 from __future__ import annotations
 
+import functools
+import logging
+import sys
 from array import array
 from typing import NamedTuple, Protocol
 
@@ -145,12 +148,22 @@ class PyColumnBuilder:
 
 
 def column_builder(pure: bool = False) -> ColumnBuilder:
-    """The compiled builder where it was built (and ``pure`` is false), else the Python one."""
+    """The compiled builder where it was built (and ``pure`` is false), else the Python one
+    (with a warning, once: it decodes some 20 times slower)."""
     if not pure:
         try:
             from segcompact.format._crecords import CColumnBuilder
         except ImportError:
-            pass
+            _warn_pure()
         else:
             return CColumnBuilder()  # type: ignore[no-any-return]
     return PyColumnBuilder()
+
+
+@functools.cache
+def _warn_pure() -> None:
+    logging.getLogger("segcompact").warning(
+        "segcompact's C record decoder is not built for this Python (%s); decoding with the "
+        "pure-Python one, many times slower: install a wheel built for it",
+        sys.version.split()[0],
+    )

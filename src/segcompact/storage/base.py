@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from segcompact.format.io import InputFile, OutputDirectory
 
@@ -17,6 +17,20 @@ class FileInfo:
     path: str
     is_dir: bool
     size: int
+
+
+class OnFileSystem:
+    """A file or directory of a file system client (pyarrow's, fsspec's): where it is."""
+
+    __slots__ = ("fs", "path")
+
+    def __init__(self, fs: Any, path: str) -> None:
+        self.fs = fs
+        self.path = path
+
+    @property
+    def location(self) -> str:
+        return self.path
 
 
 class FileSystem(Protocol):

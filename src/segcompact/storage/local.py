@@ -24,7 +24,7 @@ from typing import IO, BinaryIO
 from pyarrow import fs as pafs
 
 from segcompact.format.io import InputStream, OutputStream
-from segcompact.storage.base import FileInfo
+from segcompact.storage.base import FileInfo, OnFileSystem
 
 _READ_BUFFER = 1 << 20
 
@@ -174,7 +174,7 @@ def _fsync_dir(directory: str) -> None:
 LOCAL = LocalFileSystem()
 
 
-class ArrowInputFile:
+class ArrowInputFile(OnFileSystem):
     """A file of a ``pyarrow.fs`` file system for the codec to read.
 
     The stream is sequential and buffered: the reader asks for a batch's first bytes and then
@@ -182,15 +182,7 @@ class ArrowInputFile:
     A missing file raises :class:`FileNotFoundError`, from ``len()`` as from ``open()``.
     """
 
-    __slots__ = ("fs", "path")
-
-    def __init__(self, fs: pafs.FileSystem, path: str) -> None:
-        self.fs = fs
-        self.path = path
-
-    @property
-    def location(self) -> str:
-        return self.path
+    __slots__ = ()
 
     def __len__(self) -> int:
         info = self.fs.get_file_info(self.path)

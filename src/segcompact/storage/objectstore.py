@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from segcompact.format.io import InputStream, OutputStream
-from segcompact.storage.base import FileInfo
+from segcompact.storage.base import FileInfo, OnFileSystem
 
 _READ_BLOCK = 8 << 20  # one ranged GET per 8 MiB of a segment
 
@@ -118,18 +118,10 @@ class ObjectStore:
         pass  # no links: readers follow the publication manifest
 
 
-class ObjectInputFile:
+class ObjectInputFile(OnFileSystem):
     """An object for the codec to read, front to back, in large ranged reads."""
 
-    __slots__ = ("fs", "path")
-
-    def __init__(self, fs: Any, path: str) -> None:
-        self.fs = fs
-        self.path = path
-
-    @property
-    def location(self) -> str:
-        return self.path
+    __slots__ = ()
 
     def __len__(self) -> int:
         info = self.fs.info(self.path)  # FileNotFoundError when gone
@@ -144,18 +136,10 @@ class ObjectInputFile:
         return stream
 
 
-class ObjectOutputDirectory:
+class ObjectOutputDirectory(OnFileSystem):
     """A prefix for new objects, each uploaded whole when closed (never overwriting one)."""
 
-    __slots__ = ("fs", "path")
-
-    def __init__(self, fs: Any, path: str) -> None:
-        self.fs = fs
-        self.path = path
-
-    @property
-    def location(self) -> str:
-        return self.path
+    __slots__ = ()
 
     def create(self, name: str) -> OutputStream:
         stream: OutputStream = self.fs.open(posixpath.join(self.path, name), "xb")
