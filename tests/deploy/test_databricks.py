@@ -155,6 +155,43 @@ def test_a_broken_bundle_fails_validation(
     assert [p.split(": ", 1)[0] for p in found if message in p] == list(where), found
 
 
+# Values for the bundle's variables where the jobs are read as Databricks' Python models have them.
+_VARIABLES = {
+    "spark_version": "19.0.x-scala2.13",
+    "node_type_id": "i3.xlarge",
+    "num_workers": 1,
+    "service_principal": "",
+    "config": "/Workspace/segcompact/compactor.toml",
+}
+
+
+def _resolved(value: Any) -> Any:
+    """``value`` with each ``${var.x}`` that is all of a string replaced by a sample value."""
+    if isinstance(value, dict):
+        return {k: _resolved(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolved(v) for v in value]
+    if isinstance(value, str) and (m := re.fullmatch(r"\$\{var\.(\w+)\}", value)):
+        return _VARIABLES[m[1]]
+    return value
+
+
+def test_jobs_read_as_databricks_bundles_models(bundle: Doc) -> None:
+    """Always (no schema needed): every job of the bundle is read by ``databricks-bundles``'
+    ``Job`` model (PyPI), which rejects unknown fields and wrong types, as a broken copy shows."""
+    from databricks.bundles.jobs import Job
+
+    jobs = bundle["resources"]["jobs"]
+    assert set(jobs) == {"segcompact", "segcompact_once"}
+    for name, job in jobs.items():
+        model = Job.from_dict(_resolved(job))
+        assert model.tasks and model.max_concurrent_runs == 1, name
+    broken = copy.deepcopy(jobs["segcompact"])
+    broken["tasks"][0]["spark_python_tasks"] = broken["tasks"][0].pop("spark_python_task")
+    with pytest.raises(ValueError, match="Unexpected field 'spark_python_tasks'"):
+        Job.from_dict(_resolved(broken))
+
+
 def test_bundle_names_files_that_exist(bundle: Doc) -> None:
     # Paths in the bundle are relative to databricks.yml.
     for path in bundle["sync"]["paths"]:
