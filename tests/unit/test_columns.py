@@ -542,3 +542,17 @@ def test_without_the_c_decoder_the_pure_one_runs_with_one_warning(
     )
     assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
     assert "C record decoder is not built" in caplog.records[0].message
+
+
+def test_the_c_decoder_is_built_for_the_stable_abi() -> None:
+    # One wheel (cp311-abi3) for every Python from 3.11: a runtime's Python need not be the
+    # build machine's.
+    from segcompact.format import _crecords
+
+    assert _crecords.__file__.endswith(".abi3.so")
+    builder_type = _crecords.CColumnBuilder
+    before = sys.getrefcount(builder_type)
+    for _ in range(1000):
+        builder = builder_type()
+        del builder
+    assert sys.getrefcount(builder_type) == before  # instances release their heap type

@@ -30,9 +30,12 @@
  * `busy` flag makes concurrent use of one builder from two threads an error, not a race.
  */
 #define PY_SSIZE_T_CLEAN
+/* The stable ABI of CPython 3.11+: one wheel (abi3) for every later Python. */
+#define Py_LIMITED_API 0x030B0000
 #include <Python.h>
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MIN_RECORD_SIZE 7
@@ -96,7 +99,7 @@ buf_grow(Buf *b, size_t extra)
         }
         cap *= 2;
     }
-    p = PyMem_RawRealloc(b->data, cap); /* callable without the GIL */
+    p = realloc(b->data, cap); /* callable without the GIL */
     if (p == NULL)
         return -1;
     b->data = p;
@@ -609,7 +612,7 @@ builder_clear(CColumnBuilder *self)
 {
     int k;
     for (k = 0; k < NBUF; k++) {
-        PyMem_RawFree(self->bufs[k].data);
+        free(self->bufs[k].data);
         self->bufs[k].data = NULL;
         self->bufs[k].len = self->bufs[k].cap = 0;
         self->committed[k] = 0;
@@ -632,14 +635,18 @@ builder_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kwds, ":CColumnBuilder", kwlist))
         return NULL;
-    return type->tp_alloc(type, 0); /* zeroed: empty buffers */
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    return alloc(type, 0); /* zeroed: empty buffers */
 }
 
 static void
 builder_dealloc(CColumnBuilder *self)
 {
+    PyTypeObject *type = Py_TYPE((PyObject *)self);
+    freefunc release = (freefunc)PyType_GetSlot(type, Py_tp_free);
     builder_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    release(self);
+    Py_DECREF(type); /* instances of a heap type hold a reference to it */
 }
 
 static Py_ssize_t
@@ -734,7 +741,7 @@ offsets_of(const Buf *b)
 {
     PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(b->len + 4));
     if (out != NULL) {
-        char *p = PyBytes_AS_STRING(out);
+        char *p = PyBytes_AsString(out);
         memset(p, 0, 4);
         if (b->len)
             memcpy(p + 4, b->data, b->len);
@@ -805,13 +812,12 @@ builder_finish(CColumnBuilder *self, PyObject *Py_UNUSED(ignored))
         default:
             item = bytes_of(buf);
         }
-        PyTuple_SET_ITEM(fields, i, item);
+        if (item == NULL || PyTuple_SetItem(fields, i, item) < 0)
+            break; /* PyTuple_SetItem drops item when it fails */
     }
     self->busy = 0;
-    for (i = 0; i < N_FIELDS; i++) {
-        if (PyTuple_GET_ITEM(fields, i) == NULL)
-            goto done;
-    }
+    if (i < N_FIELDS)
+        goto done;
     result = PyObject_Call(column_buffers_type, fields, NULL);
     if (result != NULL) {
         /* Keep the capacity: the next chunk then neither copies on growth nor faults pages in,
@@ -838,23 +844,23 @@ static PyGetSetDef builder_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PySequenceMethods builder_as_sequence = {
-    .sq_length = (lenfunc)builder_len,
-};
-
 PyDoc_STRVAR(builder_doc, "CColumnBuilder()\n--\n\nThe compiled column builder.");
 
-static PyTypeObject CColumnBuilderType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "segcompact.format._crecords.CColumnBuilder",
-    .tp_basicsize = sizeof(CColumnBuilder),
-    .tp_dealloc = (destructor)builder_dealloc,
-    .tp_as_sequence = &builder_as_sequence,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = builder_doc,
-    .tp_methods = builder_methods,
-    .tp_getset = builder_getset,
-    .tp_new = builder_new,
+static PyType_Slot builder_slots[] = {
+    {Py_tp_dealloc, (void *)builder_dealloc},
+    {Py_sq_length, (void *)builder_len},
+    {Py_tp_doc, (void *)builder_doc},
+    {Py_tp_methods, builder_methods},
+    {Py_tp_getset, builder_getset},
+    {Py_tp_new, (void *)builder_new},
+    {0, NULL},
+};
+
+static PyType_Spec builder_spec = {
+    .name = "segcompact.format._crecords.CColumnBuilder",
+    .basicsize = sizeof(CColumnBuilder),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = builder_slots,
 };
 
 static struct PyModuleDef crecords_module = {
@@ -867,13 +873,13 @@ static struct PyModuleDef crecords_module = {
 PyMODINIT_FUNC
 PyInit__crecords(void)
 {
-    PyObject *m;
-    if (PyType_Ready(&CColumnBuilderType) < 0)
-        return NULL;
+    PyObject *m, *type;
     m = PyModule_Create(&crecords_module);
     if (m == NULL)
         return NULL;
-    if (PyModule_AddObjectRef(m, "CColumnBuilder", (PyObject *)&CColumnBuilderType) < 0) {
+    type = PyType_FromSpec(&builder_spec);
+    if (type == NULL || PyModule_AddObject(m, "CColumnBuilder", type) < 0) {
+        Py_XDECREF(type);
         Py_DECREF(m);
         return NULL;
     }
