@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from segcompact.errors import CorruptBatchError, SegcompactError, UsageError
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from segcompact.config import CompactorConfig
 
 EXIT_DATA = 1
@@ -51,12 +53,18 @@ def _load(path: str, *, writes: bool = False) -> CompactorConfig:
     return config
 
 
+def _session(config: CompactorConfig) -> SparkSession:
+    """The Spark session, with the config's ``[spark]`` settings."""
+    from segcompact.spark.session import config_settings, get_spark
+
+    return get_spark(conf=config_settings(config))
+
+
 def _run(args: argparse.Namespace) -> int:
     config = _load(args.config, writes=True)
     from segcompact.spark.job import Compactor, GracefulStop
-    from segcompact.spark.session import config_settings, get_spark
 
-    compactor = Compactor(get_spark(conf=config_settings(config)), config)
+    compactor = Compactor(_session(config), config)
     if args.once:
         compactor.run_once(on_batch=_progress())
         return 0
@@ -87,11 +95,10 @@ def _progress() -> Callable[[int], None]:
 def _status(args: argparse.Namespace) -> int:
     config = _load(args.config)
     from segcompact.clock import SystemClock
-    from segcompact.spark.session import config_settings, get_spark
     from segcompact.spark.status import partition_status
     from segcompact.spark.tables import Tables
 
-    spark = get_spark(conf=config_settings(config))
+    spark = _session(config)
     tables = Tables.of(config)
     tables.ensure(spark)
     rows = partition_status(spark, config, tables, SystemClock().now_ms())
@@ -105,9 +112,8 @@ def _status(args: argparse.Namespace) -> int:
 def _materialize(args: argparse.Namespace) -> int:
     config = _load(args.config, writes=True)
     from segcompact.spark.job import Compactor
-    from segcompact.spark.session import config_settings, get_spark
 
-    compactor = Compactor(get_spark(conf=config_settings(config)), config)
+    compactor = Compactor(_session(config), config)
     compactor.merger.settle(compactor.clock.now_ms())
     results = compactor.materializer.run(
         topic=args.topic, partition=args.partition, force=args.force
@@ -137,10 +143,9 @@ def _delete_records(args: argparse.Namespace) -> int:
     requests = parse_offset_json(text, path)
     from segcompact.clock import SystemClock
     from segcompact.spark.delete_records import delete_records
-    from segcompact.spark.session import config_settings, get_spark
     from segcompact.spark.tables import Tables
 
-    spark = get_spark(conf=config_settings(config))
+    spark = _session(config)
     tables = Tables.of(config)
     tables.ensure(spark)
     outcomes = delete_records(spark, tables, requests, SystemClock().now_ms())
@@ -154,9 +159,8 @@ def _delete_records(args: argparse.Namespace) -> int:
 def _purge(args: argparse.Namespace) -> int:
     config = _load(args.config, writes=True)
     from segcompact.spark.job import Compactor
-    from segcompact.spark.session import config_settings, get_spark
 
-    report = Compactor(get_spark(conf=config_settings(config)), config).purge(force=args.force)
+    report = Compactor(_session(config), config).purge(force=args.force)
     if report.opened is not None:
         print(f"erasure round {report.opened} opened")
     for tp in report.partitions:
@@ -175,10 +179,9 @@ def _sla(args: argparse.Namespace) -> int:
     from segcompact.clock import SystemClock
     from segcompact.erasure.report import build, text
     from segcompact.spark.ledger import ledger_rows
-    from segcompact.spark.session import config_settings, get_spark
     from segcompact.spark.tables import Tables
 
-    spark = get_spark(conf=config_settings(config))
+    spark = _session(config)
     tables = Tables.of(config)
     tables.ensure(spark)
     deletes, rounds = ledger_rows(spark, tables.ledger)
@@ -238,11 +241,10 @@ def _verify_erasure(args: argparse.Namespace) -> int:
     from segcompact.erasure.keyhash import key_hash, ledger_secret
     from segcompact.erasure.scan import scan_for_key
     from segcompact.spark.ledger import key_rows
-    from segcompact.spark.session import config_settings, get_spark
     from segcompact.spark.tables import Tables
 
     secret = ledger_secret()
-    spark = get_spark(conf=config_settings(config))
+    spark = _session(config)
     tables = Tables.of(config)
     tables.ensure(spark)
     for name, table in tables.all().items():

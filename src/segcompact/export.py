@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import crc32c
-
 from segcompact.errors import SegcompactError, UsageError
-from segcompact.publication import Output, Publication, partition_name
+from segcompact.publication import Output, Publication, RecordingDirectory, partition_name
 from segcompact.storage import Storage
 
 _CHUNK = 8 << 20
@@ -59,24 +57,22 @@ def export(
         name = partition_name(pub.topic, pub.partition)
         target = fs.join(root, name)
         fs.makedirs(target)
-        directory = fs.output_directory(target)
+        directory = RecordingDirectory(fs.output_directory(target))
         source = output.join(pub.directory)
         for f in pub.files:
             stream = output.fs.input_file(output.fs.join(source, f.name)).open()
             out = directory.create(f.name)
-            size, crc = 0, 0
             try:
                 while chunk := stream.read(_CHUNK):
-                    size += len(chunk)
-                    crc = crc32c.crc32c(chunk, crc)
                     out.write(chunk)
             finally:
                 stream.close()
                 out.close()
-            if (size, crc) != (f.size, f.crc32c):
+            copied = directory.files[-1]
+            if copied != f:
                 raise SegcompactError(
-                    f"{source}/{f.name}: {size} bytes, CRC-32C {crc:#010x}; its publication "
-                    f"manifest says {f.size} bytes, {f.crc32c:#010x}"
+                    f"{source}/{f.name}: {copied.size} bytes, CRC-32C {copied.crc32c:#010x}; its "
+                    f"publication manifest says {f.size} bytes, {f.crc32c:#010x}"
                 )
         done.append(
             Exported(

@@ -171,10 +171,12 @@ class Output:
             )
         self.fs.point(self.join(tp), self.join(publication.directory))
 
-    def remove_superseded(self, topic: str, partition: int, attempts: int = 3) -> list[str]:
-        """Remove every version directory of the partition but the published one, and older
-        manifests; each one still there afterwards, with why."""
-        keep = self.latest(topic, partition)
+    def remove_superseded(
+        self, topic: str, partition: int, keep: Publication | None = None, attempts: int = 3
+    ) -> list[str]:
+        """Remove every version directory of the partition but the published one (``keep``,
+        read when not given), and older manifests; each one still there afterwards, with why."""
+        keep = keep or self.latest(topic, partition)
         tp = partition_name(topic, partition)
         keep_name = None if keep is None else keep.directory.rsplit("/", 1)[-1]
         left: dict[str, str] = {}

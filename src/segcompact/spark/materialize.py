@@ -255,13 +255,12 @@ class Materializer:
         now = self.clock.now_ms()
         out = []
         for key, plan in by_tp.items():
-            self.output.publish(
-                Publication(
-                    plan.topic, plan.partition, plan.version, plan.directory, _files(results[key])
-                )
+            published = Publication(
+                plan.topic, plan.partition, plan.version, plan.directory, _files(results[key])
             )
+            self.output.publish(published)
             # Versions left behind are retried by the erasure round that needs them gone.
-            left = self.output.remove_superseded(plan.topic, plan.partition)
+            left = self.output.remove_superseded(plan.topic, plan.partition, published)
             out.append(
                 {
                     **results[key],

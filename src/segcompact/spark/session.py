@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import SparkSession
 
 from segcompact.errors import SegcompactError
+from segcompact.storage import Storage
 
 if TYPE_CHECKING:
     from segcompact.config import CompactorConfig
@@ -107,9 +108,7 @@ def config_settings(config: CompactorConfig) -> dict[str, str]:
 
 
 def _apply_hadoop_settings(spark: SparkSession, conf: Mapping[str, str]) -> None:
-    hadoop = {
-        k.removeprefix("spark.hadoop."): v for k, v in conf.items() if k.startswith("spark.hadoop.")
-    }
+    hadoop = Storage.of(conf).hadoop
     if not hadoop:
         return
     jsc = getattr(spark.sparkContext, "_jsc", None)

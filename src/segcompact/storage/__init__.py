@@ -17,18 +17,10 @@ Only this package calls ``os`` or ``open`` on a configured location.
 """
 
 from segcompact.storage.base import FileInfo, FileSystem
-from segcompact.storage.local import (
-    LOCAL,
-    ArrowInputFile,
-    LocalFileSystem,
-    LocalInputFile,
-    LocalOutputDirectory,
-)
+from segcompact.storage.local import LocalFileSystem, LocalInputFile, LocalOutputDirectory
 from segcompact.storage.settings import Storage
 
 __all__ = [
-    "LOCAL",
-    "ArrowInputFile",
     "FileInfo",
     "FileSystem",
     "LocalFileSystem",

@@ -36,18 +36,11 @@ class OnFileSystem:
 class FileSystem(Protocol):
     """A file system's paths are strings in its own form (a local path, ``s3a://b/k``)."""
 
-    @property
-    def links(self) -> bool:
-        """Whether :meth:`point` makes a symlink (a local disk) or does nothing."""
-        ...
-
     def abspath(self, path: str) -> str: ...
 
     def join(self, path: str, *names: str) -> str: ...
 
     def exists(self, path: str) -> bool: ...
-
-    def is_file(self, path: str) -> bool: ...
 
     def list_dir(self, path: str) -> list[FileInfo]:
         """The entries of a directory; :class:`FileNotFoundError` when there is none."""

@@ -38,15 +38,8 @@ class LocalFileSystem:
     def __repr__(self) -> str:
         return f"LocalFileSystem(links={self._links})"
 
-    @property
-    def links(self) -> bool:
-        return self._links
-
     def join(self, path: str, *names: str) -> str:
         return os.path.join(path, *names)
-
-    def is_file(self, path: str) -> bool:
-        return os.path.isfile(path)
 
     def walk_files(self, path: str, on_error: Callable[[OSError], None] | None = None) -> list[str]:
         if os.path.isfile(path) and not os.path.islink(path):
@@ -130,10 +123,7 @@ class LocalFileSystem:
             return _write_new(path, data)
         directory, name = os.path.split(path)
         tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "xb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        _write_new(tmp, data)
         try:
             # A hard link publishes the complete file and, unlike os.replace, fails when a
             # concurrent writer got there first.

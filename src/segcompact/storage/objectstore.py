@@ -30,10 +30,6 @@ class ObjectStore:
     def __repr__(self) -> str:
         return f"ObjectStore({self.scheme}://)"
 
-    @property
-    def links(self) -> bool:
-        return False
-
     def _uri(self, key: str) -> str:
         """A path fsspec returned (``bucket/key``) with this store's scheme again."""
         return f"{self.scheme}://{key.lstrip('/')}"
@@ -46,9 +42,6 @@ class ObjectStore:
 
     def exists(self, path: str) -> bool:
         return bool(self.fs.exists(path))
-
-    def is_file(self, path: str) -> bool:
-        return bool(self.fs.isfile(path))
 
     def list_dir(self, path: str) -> list[FileInfo]:
         entries = self.fs.ls(path, detail=True)
