@@ -25,7 +25,7 @@ java:
 	@v=$$(java -XshowSettings:properties -version 2>&1 | sed -n 's/ *java.specification.version = //p'); \
 	  [ "$${v%%.*}" -ge 17 ] 2>/dev/null || { echo "error: Java $$v found; segcompact needs Java 17+ (Spark 4)" >&2; exit 2; }
 
-$(BIN)/.installed: pyproject.toml setup.py $(wildcard src/segcompact/format/*.c)
+$(BIN)/.installed: pyproject.toml setup.py $(wildcard src/segcompact/*/*.c)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
 	$(BIN)/pip install -q -e '.[spark,s3,test]'

@@ -1,6 +1,7 @@
-"""Builds the optional C accelerator of the record decoder; everything else is in pyproject.toml.
+"""Builds the optional C accelerators (the record decoder, the compaction front); everything else
+is in pyproject.toml.
 
-The accelerator is optional: where it cannot be compiled, the pure-Python twin is used (with a
+They are optional: where they cannot be compiled, the pure-Python twins are used (with a
 warning). It uses CPython's stable ABI (3.11+), so the wheel is ``cp311-abi3``: one build runs
 on every later Python of the platform (a Databricks runtime's, an image's).
 """
@@ -14,18 +15,19 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except Exception as e:  # a missing compiler must not stop the install
-            print(f"warning: C accelerator not built ({e}); using the pure-Python decoder")
+            print(f"warning: C accelerators not built ({e}); using the pure-Python twins")
 
 
 setup(
     ext_modules=[
         Extension(
-            "segcompact.format._crecords",
-            sources=["src/segcompact/format/_crecords.c"],
+            f"segcompact.{name}",
+            sources=[f"src/segcompact/{name.replace('.', '/')}.c"],
             extra_compile_args=["-O3"],
             py_limited_api=True,
             optional=True,
         )
+        for name in ("format._crecords", "compaction._cfront")
     ],
     cmdclass={"build_ext": OptionalBuildExt},
     options={"bdist_wheel": {"py_limited_api": "cp311"}},

@@ -26,6 +26,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from segcompact.compaction.reduce import Rankings
 from segcompact.discovery import SegmentFile
 from segcompact.errors import ConfigError
 from segcompact.format.attributes import Compression
@@ -236,6 +237,7 @@ def test_schema_shares_the_kafka_source_columns(spark: SparkSession, tmp_path: P
         "segment_end",
         "segment_bytes",
         "error",
+        "folded_records",
     ]
 
 
@@ -261,6 +263,33 @@ def test_available_now_reads_rolled_segments_as_kafka_rows(
     assert {(r.segment_end, r.segment_bytes, r.error) for r in run.records} == {(False, None, None)}
     assert {r.segment for r in run.records} == {None}  # the file is on the summary row
     assert {r.segment_base for r in run.records if r.topic == "orders"} == {0, 10}
+
+
+def test_compaction_option_keeps_what_can_still_win_and_counts_the_rest(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    root, _ = _layout(tmp_path)
+    plain = _available_now(spark, root, tmp_path / "plain", manifest=str(tmp_path / "m1"))
+    options = {"manifest": str(tmp_path / "m2"), "compaction": Rankings().to_json()}
+
+    run = _available_now(spark, root, tmp_path / "reduced", **options)
+
+    # orders-0/0 holds keys 0, 1, 2, 0, 1 at offsets 0..4: the latest of each stays, and offset
+    # 0, the earliest record (the partition's first dirty timestamp); offset 1 is left out.
+    kept = {(r.topic, r.segment_base): [] for r in run.records}
+    for r in sorted(run.records, key=lambda r: r.offset):
+        kept[(r.topic, r.segment_base)].append(r.offset)
+    assert kept == {
+        ("orders", 0): [0, 2, 3, 4],
+        ("orders", 10): [10, 11, 12, 13],
+        ("pay-ments", 0): [0, 1, 2],
+    }
+    folded = {(r.topic, r.batch_base_offset): r.folded_records for r in run.rows if r.segment_end}
+    assert folded == {("orders", 0): 1, ("orders", 10): 0, ("pay-ments", 0): 0}
+    assert {r.folded_records for r in plain.rows} == {None}
+    assert len(run.records) + sum(folded.values()) == len(plain.records)
+    kept_rows = {(r.topic, r.offset): r for r in run.records}
+    assert all(kept_rows.get((r.topic, r.offset), r) == r for r in plain.records)
 
 
 def test_one_summary_row_per_segment_after_its_records(spark: SparkSession, tmp_path: Path) -> None:
@@ -450,6 +479,7 @@ def test_options_parse_paths_and_defaults(tmp_path: Path, monkeypatch: pytest.Mo
         ({"path": "/x", "maxSegmentsPerTrigger": "0"}, "a positive integer"),
         ({"path": "/x", "maxSegmentsPerTrigger": "many"}, "a positive integer"),
         ({"paths": "[oops"}, "not a JSON array"),
+        ({"path": "/x", "compaction": "{}"}, "option compaction: not a compaction ranking"),
     ],
 )
 def test_bad_options_are_rejected(options: dict[str, str], message: str) -> None:

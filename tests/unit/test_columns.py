@@ -533,15 +533,17 @@ def test_without_the_c_decoder_the_pure_one_runs_with_one_warning(
     from segcompact.format import columns
 
     monkeypatch.setitem(sys.modules, "segcompact.format._crecords", None)  # not built
-    columns._warn_pure.cache_clear()
+    columns.warn_pure.cache_clear()
     with caplog.at_level(logging.WARNING, logger="segcompact"):
         first, second = columns.column_builder(), columns.column_builder()
-    columns._warn_pure.cache_clear()
+    columns.warn_pure.cache_clear()
     assert isinstance(first, columns.PyColumnBuilder) and isinstance(
         second, columns.PyColumnBuilder
     )
     assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
-    assert "C record decoder is not built" in caplog.records[0].message
+    assert "C extensions (the record decoder, the compaction front) are not built" in (
+        caplog.records[0].message
+    )
 
 
 def test_the_c_decoder_is_built_for_the_stable_abi() -> None:

@@ -154,16 +154,17 @@ def column_builder(pure: bool = False) -> ColumnBuilder:
         try:
             from segcompact.format._crecords import CColumnBuilder
         except ImportError:
-            _warn_pure()
+            warn_pure()
         else:
             return CColumnBuilder()  # type: ignore[no-any-return]
     return PyColumnBuilder()
 
 
 @functools.cache
-def _warn_pure() -> None:
+def warn_pure() -> None:
     logging.getLogger("segcompact").warning(
-        "segcompact's C record decoder is not built for this Python (%s); decoding with the "
-        "pure-Python one, many times slower: install a wheel built for it",
+        "segcompact's C extensions (the record decoder, the compaction front) are not built "
+        "for this Python (%s); using their pure-Python twins, many times slower: install a "
+        "wheel built for it",
         sys.version.split()[0],
     )

@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from segcompact.clock import Clock, SystemClock
+from segcompact.compaction.reduce import Rankings
 from segcompact.config import CompactorConfig
 from segcompact.erasure.keyhash import ledger_secret
 from segcompact.erasure.schedule import smallest_sla_ms
@@ -77,6 +78,8 @@ class Compactor:
             .option("paths", ",".join(self.config.source.paths))
             .option("rolledOnly", str(self.config.source.rolled_only).lower())
             .option("manifest", manifest_dir(self.config))
+            # Each segment reduced in its task to what can still win (the merge reduces across).
+            .option("compaction", Rankings.of(self.config).to_json())
         )
         for key, value in self.config.storage.hadoop.items():
             reader = reader.option(key, value)  # the source opens roots and manifest with them

@@ -38,7 +38,8 @@ def partial_sums(data: Column, plain: Column) -> list[Column]:
         F.max("batch_last_offset").alias("last_offset"),
         F.sum("segment_bytes").alias("dirty_bytes"),
         F.count(F.when(F.col("segment_end"), 1)).alias("segments"),
-        F.count(F.when(data, 1)).alias("records"),
+        # Records the source's in-task reduction left out are counted on summary rows.
+        (F.count(F.when(data, 1)) + F.coalesce(F.sum("folded_records"), F.lit(0))).alias("records"),
         F.min(F.when(data, F.col("timestamp"))).alias("first_dirty_timestamp"),
         F.first(F.col("error"), ignorenulls=True).alias("uncleanable_reason"),
         F.max(F.when(data, F.col("offset"))).alias("last_data_offset"),

@@ -24,6 +24,12 @@ Options (names are case-insensitive, as for every Spark source):
   is decoded into (bounded memory per task).
 - ``maxPartitionBytes`` [134217728]: small segments of a micro-batch share a Spark task up to
   this many bytes; a larger segment has a task of its own.
+- ``compaction``: reduce each segment inside its task to what compaction can use
+  (:mod:`segcompact.compaction.reduce`): per key only the records that can still win under
+  the topic's strategy, whatever the log start; every transactional, control, keyless or
+  unreadable-version record and every record of a topic with ``min.compaction.lag.ms`` as it
+  is. The value is the JSON of :class:`~segcompact.compaction.reduce.Rankings` (the compactor
+  sets it); without it, every record comes out (the plain record stream).
 - ``fs.*``: Hadoop storage settings for roots and manifest on an object store, as Spark takes
   them without ``spark.hadoop.`` (``fs.s3a.endpoint``, ``fs.s3a.access.key``, …); the standard
   environment credentials otherwise. Roots and manifest may be local paths or URIs
@@ -35,7 +41,8 @@ source names and types for the shared ones), then ``segment`` (the file), ``segm
 (``segment_end`` true): ``offset`` and ``batch_last_offset`` are the segment's last offset
 (-1 when it has no batch), ``batch_base_offset`` its base offset (from the file name),
 ``segment_bytes`` the bytes read as valid, ``error`` a one-line reason when the segment is
-corrupt or gone; key and value are null, headers empty, timestamp the epoch, and the other
+corrupt or gone, ``folded_records`` the records the ``compaction`` reduction left out (null
+without it); key and value are null, headers empty, timestamp the epoch, and the other
 numeric columns -1 (``attributes``, ``is_transactional`` and ``is_control`` 0 / false).
 A corrupt segment yields its good records and the summary row and does not fail the query.
 
@@ -73,6 +80,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
+from segcompact.compaction.reduce import Rankings, SegmentReducer
 from segcompact.discovery import discover
 from segcompact.errors import ConfigError, CorruptBatchError
 from segcompact.format.arrow import SCHEMA, decode_segment
@@ -96,6 +104,7 @@ SPARK_SCHEMA = StructType(
         StructField("segment_end", BooleanType()),
         StructField("segment_bytes", LongType()),
         StructField("error", StringType()),
+        StructField("folded_records", LongType()),  # on a summary row, with ``compaction``
     ]
 )
 
@@ -121,6 +130,7 @@ class SourceOptions:
     chunk_bytes: int
     max_partition_bytes: int
     storage: Storage = field(default_factory=Storage)
+    rankings: Rankings | None = None  # the ``compaction`` option: reduce in the task
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -139,6 +149,7 @@ class SourceOptions:
             chunk_bytes=_positive(opts, "chunkBytes") or DEFAULT_CHUNK_BYTES,
             max_partition_bytes=_positive(opts, "maxPartitionBytes") or DEFAULT_MAX_PARTITION_BYTES,
             storage=Storage({k: v for k, v in opts.items() if k.startswith("fs.")}),
+            rankings=_rankings(opts),
         )
 
 
@@ -174,6 +185,16 @@ def _roots(opts: Mapping[str, str]) -> tuple[str, ...]:
             f"{NAME}: no source root; set option paths (comma-separated) or call load(path)"
         )
     return roots
+
+
+def _rankings(opts: Mapping[str, str]) -> Rankings | None:
+    value = opts.get("compaction")
+    if value is None:
+        return None
+    try:
+        return Rankings.from_json(value)
+    except ValueError as e:
+        raise ConfigError(f"option compaction: {e}") from None
 
 
 def _bool(opts: Mapping[str, str], name: str, default: bool) -> bool:
@@ -237,13 +258,20 @@ def read_task(task: InputPartition, options: SourceOptions) -> Iterator[pa.Recor
             chunk_records=options.chunk_records,
             chunk_bytes=options.chunk_bytes,
             storage=options.storage,
+            rankings=options.rankings,
         )
 
 
 def read_segment(
-    part: ManifestEntry, *, chunk_records: int, chunk_bytes: int, storage: Storage
+    part: ManifestEntry,
+    *,
+    chunk_records: int,
+    chunk_bytes: int,
+    storage: Storage,
+    rankings: Rankings | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The records of one segment as Arrow batches, then its summary row.
+    """The records of one segment as Arrow batches (reduced under ``rankings``, if given), then
+    its summary row.
 
     Corruption and a vanished file end up in the summary row's ``error``; other I/O errors
     raise, so Spark retries the task instead of recording a transient failure for good.
@@ -251,6 +279,11 @@ def read_segment(
     segment = part.file
     fs, path = storage.resolve(segment.path)
     reader = SegmentReader(fs.input_file(path))
+    reducer = None
+    if rankings is not None:
+        # Twice a chunk: the survivors of a segment of mostly distinct keys leave in parts.
+        budget = 2 * chunk_bytes
+        reducer = SegmentReducer(rankings.for_topic(segment.topic), budget_bytes=budget)
     failure: CorruptBatchError | None = None
     try:
         for batch in decode_segment(
@@ -260,14 +293,20 @@ def read_segment(
             chunk_records=chunk_records,
             chunk_bytes=chunk_bytes,
         ):
-            yield _records(batch, segment.base_offset)
+            for rows in [batch] if reducer is None else reducer.add(batch):
+                yield _records(rows, segment.base_offset)
     except CorruptBatchError as e:
-        failure = e
+        failure = e  # the good records before it still count
     except FileNotFoundError:
         yield _summary(part, -1, 0, _gone(part))
         return
+    folded = None
+    if reducer is not None:
+        for rows in reducer.finish():
+            yield _records(rows, segment.base_offset)
+        folded = reducer.folded
     error = _describe(failure, segment.path) if failure else None
-    yield _summary(part, reader.last_offset, reader.valid_bytes, error)
+    yield _summary(part, reader.last_offset, reader.valid_bytes, error, folded)
 
 
 def _gone(part: ManifestEntry) -> str:
@@ -291,11 +330,14 @@ def _records(batch: pa.RecordBatch, segment_base: int) -> pa.RecordBatch:
         pa.repeat(pa.scalar(False), n),
         pa.nulls(n, pa.int64()),
         pa.nulls(n, pa.string()),
+        pa.nulls(n, pa.int64()),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=_arrow_schema())
 
 
-def _summary(part: ManifestEntry, last: int, valid_bytes: int, error: str | None) -> pa.RecordBatch:
+def _summary(
+    part: ManifestEntry, last: int, valid_bytes: int, error: str | None, folded: int | None = None
+) -> pa.RecordBatch:
     row: dict[str, Any] = {
         "key": None,
         "value": None,
@@ -321,6 +363,7 @@ def _summary(part: ManifestEntry, last: int, valid_bytes: int, error: str | None
         "segment_end": True,
         "segment_bytes": valid_bytes,
         "error": error,
+        "folded_records": folded,
     }
     return pa.RecordBatch.from_pylist([row], schema=_arrow_schema())
 

@@ -1,0 +1,130 @@
+"""Per key, the records that can still win, whatever the log start turns out to be.
+
+Kafka's cleaner keeps one offset per key (its offset map) because the latest record always
+wins and the log start only ever cuts whole prefixes. Under a strategy that ranks by timestamp
+or by a header version, the record that wins depends on the log start: records below it are
+gone, and the best of the rest may be an older-ranked but later one. A record can win for some
+log start exactly when no later record of its key ranks higher. Those records, per key, are its
+*front*: in offset order their ranks fall strictly, so it is a stack that a new (later) record
+pops from the top while the top ranks no higher, then joins. Under the offset strategy the front
+is the key's latest record; under the others, almost always one record too.
+
+Reducing a segment to its fronts is therefore exact for any log start and any later merge: the
+winner above a log start ``L`` among the front is the winner above ``L`` among all records.
+
+``PyFront`` is the reference; the C twin in ``_cfront.c`` has the same interface and is held to
+it by the tests. :func:`front` returns the C one when it was built. Arguments are buffers:
+``key_offsets`` int32 (n + 1 entries, as Arrow's), ``key_data``, ``r1``/``r2``/``offsets``
+int64 and ``candidate`` one byte per record (rows that are not candidates are skipped; their
+keys are not read). Records must come in offset order.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from segcompact.format.columns import warn_pure
+
+# A front entry: (r1, r2, offset); a record's rank is that tuple.
+_Entry = tuple[int, int, int]
+
+
+class Front(Protocol):
+    def add(
+        self,
+        key_offsets: NDArray[np.int32],
+        key_data: bytes | memoryview | NDArray[np.uint8],
+        r1: NDArray[np.int64],
+        r2: NDArray[np.int64],
+        offsets: NDArray[np.int64],
+        candidate: NDArray[np.uint8],
+    ) -> None:
+        """Add the candidate records, which come after every record added before."""
+        ...
+
+    def alive(
+        self,
+        key_offsets: NDArray[np.int32],
+        key_data: bytes | memoryview | NDArray[np.uint8],
+        offsets: NDArray[np.int64],
+        candidate: NDArray[np.uint8],
+    ) -> bytes:
+        """One byte per record: 1 where a candidate is on its key's front now."""
+        ...
+
+    def __len__(self) -> int:
+        """Records on a front."""
+        ...
+
+    @property
+    def nbytes(self) -> int:
+        """Memory the fronts hold, roughly (to bound it)."""
+        ...
+
+
+class PyFront:
+    """The reference: a dict of stacks."""
+
+    def __init__(self) -> None:
+        self._stacks: dict[bytes, list[_Entry]] = {}
+        self._live = 0
+        self._key_bytes = 0
+
+    def add(
+        self,
+        key_offsets: NDArray[np.int32],
+        key_data: bytes | memoryview | NDArray[np.uint8],
+        r1: NDArray[np.int64],
+        r2: NDArray[np.int64],
+        offsets: NDArray[np.int64],
+        candidate: NDArray[np.uint8],
+    ) -> None:
+        data = bytes(key_data)
+        for i in np.flatnonzero(np.asarray(candidate)):
+            key = data[key_offsets[i] : key_offsets[i + 1]]
+            stack = self._stacks.get(key)
+            if stack is None:
+                stack = self._stacks[key] = []
+                self._key_bytes += len(key)
+            rank = (int(r1[i]), int(r2[i]))
+            while stack and stack[-1][:2] <= rank:
+                stack.pop()
+                self._live -= 1
+            stack.append((*rank, int(offsets[i])))
+            self._live += 1
+
+    def alive(
+        self,
+        key_offsets: NDArray[np.int32],
+        key_data: bytes | memoryview | NDArray[np.uint8],
+        offsets: NDArray[np.int64],
+        candidate: NDArray[np.uint8],
+    ) -> bytes:
+        data = bytes(key_data)
+        out = bytearray(len(offsets))
+        for i in np.flatnonzero(np.asarray(candidate)):
+            stack = self._stacks.get(data[key_offsets[i] : key_offsets[i + 1]], ())
+            out[i] = any(entry[2] == offsets[i] for entry in stack)
+        return bytes(out)
+
+    def __len__(self) -> int:
+        return self._live
+
+    @property
+    def nbytes(self) -> int:
+        return self._key_bytes + 64 * len(self._stacks) + 24 * self._live
+
+
+def front(pure: bool = False) -> Front:
+    """The compiled front where it was built (and ``pure`` is false), else the Python one."""
+    if not pure:
+        try:
+            from segcompact.compaction._cfront import CFront
+        except ImportError:
+            warn_pure()
+        else:
+            return CFront()  # type: ignore[no-any-return]
+    return PyFront()

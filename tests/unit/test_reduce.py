@@ -1,0 +1,264 @@
+"""The in-task reduction: the C front is its pure twin, and reducing a segment changes no winner
+under any log start, no count and no first dirty timestamp."""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from segcompact.compaction import _cfront  # a missing extension fails here, on purpose
+from segcompact.compaction.front import PyFront
+from segcompact.compaction.reduce import Ranking, Rankings, SegmentReducer, header_versions
+from segcompact.compaction.rules import header_version, order_key
+from segcompact.config import CompactionStrategy, CompactorConfig, SourceConfig, TopicConfig
+from segcompact.format.arrow import SCHEMA
+
+VERSION = "v"
+
+
+def record(offset: int, **fields: Any) -> dict[str, Any]:
+    row = {
+        "key": b"k",
+        "value": b"x",
+        "topic": "t",
+        "partition": 0,
+        "offset": offset,
+        "timestamp": 0,
+        "timestampType": 0,
+        "headers": [],
+        "attributes": 0,
+        "producer_id": -1,
+        "producer_epoch": -1,
+        "base_sequence": -1,
+        "is_transactional": False,
+        "is_control": False,
+        "delete_horizon": None,
+        "batch_base_offset": offset,
+        "batch_last_offset": offset,
+        "magic": 2,
+        "compression": 0,
+    }
+    row.update(fields)
+    return row
+
+
+def batch(rows: Sequence[dict[str, Any]]) -> pa.RecordBatch:
+    rows = [{**r, "timestamp": r["timestamp"] * 1000} for r in rows]  # ms → the column's µs
+    return pa.RecordBatch.from_pylist(list(rows), schema=SCHEMA)
+
+
+def reduce(
+    chunks: Sequence[Sequence[dict[str, Any]]],
+    ranking: Ranking,
+    budget: int = 1 << 30,
+    pure: bool = False,
+) -> tuple[list[dict[str, Any]], int]:
+    reducer = SegmentReducer(ranking, budget_bytes=budget, pure=pure)
+    out: list[pa.RecordBatch] = []
+    for rows in chunks:
+        out.extend(reducer.add(batch(rows)))
+    out.extend(reducer.finish())
+    kept = [r for b in out for r in b.to_pylist()]
+    for r in kept:
+        r["timestamp"] = int(r["timestamp"].timestamp() * 1000)
+    return kept, reducer.folded
+
+
+def spark_candidate(r: dict[str, Any]) -> bool:
+    """What the merge ranks (unreadable versions included: they rank as without one)."""
+    return r["key"] is not None and not r["is_transactional"] and not r["is_control"]
+
+
+def winners(
+    rows: Sequence[dict[str, Any]], strategy: CompactionStrategy, log_start: int
+) -> dict[bytes, int]:
+    best: dict[bytes, tuple[tuple[int, int, int], int]] = {}
+    for r in rows:
+        if not spark_candidate(r) or r["offset"] < log_start:
+            continue
+        version = header_version([(h["key"], h["value"]) for h in r["headers"]], VERSION)
+        rank = order_key(strategy, r["offset"], r["timestamp"], version)
+        if r["key"] not in best or rank > best[r["key"]][0]:
+            best[r["key"]] = (rank, r["offset"])
+    return {k: offset for k, (_, offset) in best.items()}
+
+
+versions = st.one_of(
+    st.none(),
+    st.integers(-3, 3).map(lambda v: struct.pack(">q", v)),
+    st.sampled_from([b"", b"\x01", None]),  # present, unreadable
+)
+
+
+@st.composite
+def logs(draw: st.DrawFn) -> list[list[dict[str, Any]]]:
+    n = draw(st.integers(1, 40))
+    rows = []
+    for offset in range(n):
+        version = draw(versions)
+        headers = [] if version is None else [{"key": VERSION, "value": version}]
+        if version is not None and draw(st.booleans()):
+            headers.insert(0, {"key": VERSION, "value": struct.pack(">q", 9)})  # the last counts
+        rows.append(
+            record(
+                offset * draw(st.integers(1, 3)) + offset,
+                key=draw(st.sampled_from([b"a", b"b", b"c", b"", None])),
+                timestamp=draw(st.integers(0, 5)),
+                headers=headers,
+                is_transactional=draw(st.integers(0, 9)) == 0,
+                is_control=draw(st.integers(0, 19)) == 0,
+            )
+        )
+    offsets = sorted({r["offset"] for r in rows})
+    for r, offset in zip(rows, offsets, strict=False):
+        r["offset"] = offset
+    rows = rows[: len(offsets)]
+    cuts = sorted(draw(st.lists(st.integers(0, len(rows)), max_size=3)))
+    bounds = [0, *cuts, len(rows)]
+    return [rows[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    logs(),
+    st.sampled_from(list(CompactionStrategy)),
+    st.sampled_from([1 << 30, 1, 2000]),
+    st.booleans(),
+)
+def test_reduction_keeps_every_winner_for_every_log_start_and_every_count(
+    chunks: list[list[dict[str, Any]]], strategy: CompactionStrategy, budget: int, pure: bool
+) -> None:
+    rows = [r for c in chunks for r in c]
+    kept, folded = reduce(chunks, Ranking(strategy.value, VERSION), budget, pure)
+    starts = {0, *(r["offset"] for r in rows), max((r["offset"] for r in rows), default=0) + 1}
+    for log_start in sorted(starts):
+        assert winners(kept, strategy, log_start) == winners(rows, strategy, log_start), log_start
+    # Every raw row stays once; every record is either kept or counted as folded.
+    raw = [r for r in rows if not spark_candidate(r)]
+    assert [r for r in kept if not spark_candidate(r)] == raw
+    assert len(kept) + folded == len(rows)
+    assert folded >= 0 and len({r["offset"] for r in kept}) == len(kept)
+    data = [r for r in rows if not r["is_control"]]
+    kept_data = [r for r in kept if not r["is_control"]]
+    assert min((r["timestamp"] for r in kept_data), default=None) == min(
+        (r["timestamp"] for r in data), default=None
+    )
+    assert max((r["offset"] for r in kept_data), default=None) == max(
+        (r["offset"] for r in data), default=None
+    )
+
+
+def test_offset_strategy_keeps_the_latest_record_per_key_only() -> None:
+    rows = [record(o, key=b"ab"[o % 2 : o % 2 + 1], timestamp=10 - o) for o in range(10)]
+    kept, folded = reduce([rows[:4], rows[4:]], Ranking())
+    assert sorted(r["offset"] for r in kept) == [8, 9]
+    assert folded == 8
+
+
+def test_timestamp_strategy_keeps_the_front_for_a_later_log_start() -> None:
+    # Offsets 0..3 of one key, timestamps 9, 5, 7, 1: records 0, 2 and 3 can each still win.
+    rows = [record(o, timestamp=t) for o, t in enumerate([9, 5, 7, 1])]
+    kept, folded = reduce([rows], Ranking(CompactionStrategy.TIMESTAMP.value))
+    assert [r["offset"] for r in kept] == [0, 2, 3] and folded == 1
+
+
+def test_a_topic_with_a_lag_passes_every_record_through() -> None:
+    rows = [record(o) for o in range(5)]
+    kept, folded = reduce([rows], Ranking(raw=True))
+    assert [r["offset"] for r in kept] == list(range(5)) and folded == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.tuples(st.sampled_from(["v", "w", ""]), versions), max_size=4), max_size=12
+    )
+)
+def test_header_versions_are_the_rules_header_version(
+    headers: list[list[tuple[str, bytes | None]]],
+) -> None:
+    column = pa.array(
+        [[{"key": k, "value": v} for k, v in h] for h in headers], SCHEMA.field("headers").type
+    )
+    for sliced, rows in ((column, headers), (column[1:], headers[1:])):
+        has, version, bad = header_versions(sliced, "v")
+        expect = [header_version(h, "v") for h in rows]
+        assert [int(v) if h else None for h, v in zip(has, version, strict=True)] == expect
+        present = [any(k == "v" for k, _ in h) for h in rows]
+        assert list(bad) == [p and e is None for p, e in zip(present, expect, strict=True)]
+
+
+keys = st.sampled_from([b"", b"a", b"b", b"a" * 9, b"a" * 17, b"b" * 17])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(keys, st.integers(0, 1), st.integers(-2, 2), st.booleans()), max_size=30
+        ),
+        max_size=4,
+    )
+)
+def test_c_front_is_its_pure_twin(adds: list[list[tuple[bytes, int, int, bool]]]) -> None:
+    fronts = (PyFront(), _cfront.CFront())
+    offset = 0
+    seen: list[tuple[bytes, int, bool]] = []
+    for rows in adds:
+        key_offsets = np.cumsum([0, *(len(k) for k, *_ in rows)]).astype(np.int32)
+        data = b"".join(k for k, *_ in rows)
+        r1 = np.array([r[1] for r in rows], np.int64)
+        r2 = np.array([r[2] for r in rows], np.int64)
+        offsets = np.arange(offset, offset + len(rows), dtype=np.int64)
+        flags = np.array([r[3] for r in rows], np.uint8)
+        offset += len(rows)
+        for f in fronts:
+            f.add(key_offsets, data, r1, r2, offsets, flags)
+        seen += [(k, int(o), c) for (k, *_, c), o in zip(rows, offsets, strict=True)]
+        all_offsets = np.cumsum([0, *(len(k) for k, _, _ in seen)]).astype(np.int32)
+        all_data = b"".join(k for k, _, _ in seen)
+        all_flags = np.ones(len(seen), np.uint8)
+        at = np.array([o for _, o, _ in seen], np.int64)
+        assert len(fronts[0]) == len(fronts[1])
+        alive = [f.alive(all_offsets, all_data, at, all_flags) for f in fronts]
+        assert alive[0] == alive[1]
+        assert sum(alive[1]) == len(fronts[1])
+
+
+def test_c_front_refuses_buffers_that_do_not_match() -> None:
+    f = _cfront.CFront()
+    one = np.zeros(1, np.int64)
+    with pytest.raises(ValueError, match="1 records need 8 bytes of key offsets"):
+        f.add(np.zeros(1, np.int32), b"", one, one, one, np.ones(1, np.uint8))
+    with pytest.raises(ValueError, match=r"key 0: offsets 0\.\.5 outside 1 bytes of keys"):
+        f.add(np.array([0, 5], np.int32), b"a", one, one, one, np.ones(1, np.uint8))
+    with pytest.raises(ValueError, match="int64 column"):
+        f.add(
+            np.array([0, 1], np.int32), b"a", one, np.zeros(2, np.int64), one, np.ones(1, np.uint8)
+        )
+
+
+def test_rankings_travel_as_json_and_bad_json_is_refused() -> None:
+    config = CompactorConfig(
+        SourceConfig(("/logs",)),
+        topics={
+            "h": TopicConfig(compaction_strategy=CompactionStrategy.HEADER, strategy_header="ver"),
+            "lag": TopicConfig(min_compaction_lag_ms=1000),
+        },
+    )
+    rankings = Rankings.of(config)
+    assert Rankings.from_json(rankings.to_json()) == rankings
+    assert rankings.for_topic("h") == Ranking("header", "ver", False)
+    assert rankings.for_topic("lag").raw and rankings.for_topic("other") == Ranking()
+    with pytest.raises(ValueError, match="not a compaction ranking"):
+        Rankings.from_json('{"topics": {}}')
+    with pytest.raises(ValueError, match="'newest' is not"):
+        Rankings.from_json('{"topics": {}, "default": {"strategy": "newest"}}')
