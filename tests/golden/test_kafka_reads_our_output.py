@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from segcompact.compaction.output import OutputRecord, write_partition
+from segcompact.compaction.output import OutputRecord, output_rows, write_partition
 from segcompact.format.attributes import Compression
 from segcompact.storage import LocalOutputDirectory
 from tests.support.jvm import run_java_tool
@@ -34,7 +34,7 @@ def test_dump_log_segments_reads_our_segments_and_indexes(
     ]
     written = write_partition(
         LocalOutputDirectory(tmp_path),
-        records,
+        output_rows(records),
         log_end_offset=4005,
         compression=codec,
         segment_bytes=64 * 1024,

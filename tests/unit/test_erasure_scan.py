@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from segcompact.compaction.output import OutputRecord, write_partition
+from segcompact.compaction.output import OutputRecord, output_rows, write_partition
 from segcompact.erasure.scan import Finding, ScanResult, scan_for_key
 from segcompact.format.attributes import Compression
 from segcompact.storage import LocalFileSystem, LocalOutputDirectory
@@ -44,7 +44,9 @@ def _segments(directory: Path, records: list[tuple[int, bytes, bytes | None]]) -
     """Records ``(offset, key, value)`` as LZ4 segments in ``directory``: its first log."""
     written = write_partition(
         LocalOutputDirectory(directory),
-        [OutputRecord(o, 1_000 + o, k, v, (), 0, v is None, None) for o, k, v in records],
+        output_rows(
+            OutputRecord(o, 1_000 + o, k, v, (), 0, v is None, None) for o, k, v in records
+        ),
         log_end_offset=records[-1][0] + 1,
         log_start_offset=0,
         compression=Compression.LZ4,

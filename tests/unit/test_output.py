@@ -6,12 +6,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.record.memory_records import MemoryRecords
 
-from segcompact.compaction.output import OutputRecord, write_partition
+from segcompact.compaction.output import OutputRecord, output_rows, write_partition
 from segcompact.format.attributes import Compression
+from segcompact.format.batch import build_batch
+from segcompact.format.columns import PyColumnBuilder, encode_columns
+from segcompact.format.record import Record, encode_records
 from segcompact.format.segment import read_batches
 from segcompact.storage import LocalInputFile, LocalOutputDirectory
+from tests.unit.strategies import record_lists
 
 
 def out(offset: int, *, tombstone: bool = False, horizon: int | None = None) -> OutputRecord:
@@ -30,7 +36,7 @@ def out(offset: int, *, tombstone: bool = False, horizon: int | None = None) -> 
 def _write(directory: Path, records: list[OutputRecord], **settings: Any) -> list[Path]:
     """``write_partition`` into a local directory; the paths of the logs, whose sizes it
     reported."""
-    written = write_partition(LocalOutputDirectory(directory), records, **settings)
+    written = write_partition(LocalOutputDirectory(directory), output_rows(records), **settings)
     paths = [directory / w.name for w in written]
     assert [w.size for w in written] == [p.stat().st_size for p in paths]
     return paths
@@ -100,3 +106,83 @@ def test_first_segment_starts_at_the_log_start_offset(tmp_path: Path) -> None:
     paths = _write(tmp_path, [out(50), out(51)], log_end_offset=60, log_start_offset=40)
     assert Path(paths[0]).name == f"{40:020d}.log"
     assert [b.base_offset for b in read_batches(LocalInputFile(paths[0]))] == [50, 59]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    record_lists(max_size=40, keyed=True),
+    st.sampled_from(list(Compression)),
+    st.integers(100, 3000),
+    st.lists(st.one_of(st.none(), st.integers(0, 2**41)), min_size=40, max_size=40),
+)
+def test_batches_are_byte_for_byte_the_pure_batch_builders(
+    tmp_path_factory: pytest.TempPathFactory,
+    records: list[Record],
+    compression: Compression,
+    batch_bytes: int,
+    horizons: list[int | None],
+) -> None:
+    rows = [
+        OutputRecord(
+            r.offset,
+            r.timestamp,
+            r.key or b"",
+            r.value,
+            r.headers,
+            r.attributes,
+            r.value is None,
+            h,
+        )
+        for r, h in zip(records, horizons, strict=False)
+    ]
+    directory = tmp_path_factory.mktemp("out")
+    paths = _write(
+        directory,
+        rows,
+        log_end_offset=rows[-1].offset + 1,
+        compression=compression,
+        batch_bytes=batch_bytes,
+    )
+    ours = [(p, b) for p in paths for b in read_batches(LocalInputFile(p))]
+    # Each batch as build_batch (encode_records, in Python) makes it from the same records.
+    by_offset = {r.offset: r for r in rows}
+    for path, batch in ours:
+        group = [by_offset[rec.offset] for rec in batch.records()]
+        kept = [g.delete_horizon for g in group if g.tombstone and g.delete_horizon is not None]
+        expect = build_batch(
+            [Record(g.offset, g.timestamp, g.key, g.value, g.headers, g.attributes) for g in group],
+            compression=compression,
+            delete_horizon_ms=max(kept) if kept else None,
+        )
+        assert path.read_bytes()[batch.position : batch.position + batch.size] == expect
+    assert [rec.offset for _, b in ours for rec in b.records()] == [r.offset for r in rows]
+
+
+@settings(max_examples=200, deadline=None)
+@given(record_lists(max_size=30), st.integers(-(2**40), 2**40), st.integers(0, 2**40))
+def test_c_encoder_is_byte_for_byte_the_pure_one(
+    records: list[Record], base_timestamp: int, base_offset_back: int
+) -> None:
+    base_offset = max(0, records[0].offset - base_offset_back % (2**31))
+    builder = PyColumnBuilder()
+    payload = encode_records(records, base_offset, base_timestamp)
+    builder.append(payload, len(records), base_offset, base_timestamp, 0)
+    columns = builder.finish()
+    for start in range(0, len(records), 7):
+        stop = min(len(records), start + 11)
+        pure = encode_columns(columns, start, stop, base_offset, base_timestamp, pure=True)
+        assert encode_columns(columns, start, stop, base_offset, base_timestamp) == pure
+    assert encode_columns(columns, 0, len(records), base_offset, base_timestamp) == payload
+
+
+def test_c_encoder_refuses_what_does_not_fit() -> None:
+    builder = PyColumnBuilder()
+    records = [Record(5, 10, b"k", b"v")]
+    builder.append(encode_records(records, 0, 0), 1, 0, 0, 0)
+    columns = builder.finish()
+    with pytest.raises(ValueError, match="varint out of range: offset 5 from base -4294967296"):
+        encode_columns(columns, 0, 1, -(2**32), 0)
+    with pytest.raises(ValueError, match=r"records 0\.\.2 outside 0\.\.1"):
+        encode_columns(columns, 0, 2, 0, 0)
+    with pytest.raises(ValueError, match="column 5 holds"):
+        encode_columns(columns._replace(key_offsets=b"\0" * 4), 0, 1, 0, 0)

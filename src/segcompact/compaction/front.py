@@ -21,7 +21,7 @@ keys are not read). Records must come in offset order.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,27 +30,29 @@ from segcompact.format.columns import warn_pure
 
 # A front entry: (r1, r2, offset); a record's rank is that tuple.
 _Entry = tuple[int, int, int]
+# Any contiguous buffer (the C twin reads them without copying).
+Bytes = bytes | memoryview | NDArray[Any]
 
 
 class Front(Protocol):
     def add(
         self,
-        key_offsets: NDArray[np.int32],
-        key_data: bytes | memoryview | NDArray[np.uint8],
-        r1: NDArray[np.int64],
-        r2: NDArray[np.int64],
-        offsets: NDArray[np.int64],
-        candidate: NDArray[np.uint8],
+        key_offsets: Bytes,
+        key_data: Bytes,
+        r1: Bytes,
+        r2: Bytes,
+        offsets: Bytes,
+        candidate: Bytes,
     ) -> None:
         """Add the candidate records, which come after every record added before."""
         ...
 
     def alive(
         self,
-        key_offsets: NDArray[np.int32],
-        key_data: bytes | memoryview | NDArray[np.uint8],
-        offsets: NDArray[np.int64],
-        candidate: NDArray[np.uint8],
+        key_offsets: Bytes,
+        key_data: Bytes,
+        offsets: Bytes,
+        candidate: Bytes,
     ) -> bytes:
         """One byte per record: 1 where a candidate is on its key's front now."""
         ...
@@ -75,16 +77,17 @@ class PyFront:
 
     def add(
         self,
-        key_offsets: NDArray[np.int32],
-        key_data: bytes | memoryview | NDArray[np.uint8],
-        r1: NDArray[np.int64],
-        r2: NDArray[np.int64],
-        offsets: NDArray[np.int64],
-        candidate: NDArray[np.uint8],
+        key_offsets: Bytes,
+        key_data: Bytes,
+        r1: Bytes,
+        r2: Bytes,
+        offsets: Bytes,
+        candidate: Bytes,
     ) -> None:
-        data = bytes(key_data)
-        for i in np.flatnonzero(np.asarray(candidate)):
-            key = data[key_offsets[i] : key_offsets[i + 1]]
+        data, bounds = bytes(key_data), np.frombuffer(key_offsets, np.int32)
+        r1, r2, offsets = (np.frombuffer(x, np.int64) for x in (r1, r2, offsets))
+        for i in np.flatnonzero(np.frombuffer(candidate, np.uint8)):
+            key = data[bounds[i] : bounds[i + 1]]
             stack = self._stacks.get(key)
             if stack is None:
                 stack = self._stacks[key] = []
@@ -98,15 +101,16 @@ class PyFront:
 
     def alive(
         self,
-        key_offsets: NDArray[np.int32],
-        key_data: bytes | memoryview | NDArray[np.uint8],
-        offsets: NDArray[np.int64],
-        candidate: NDArray[np.uint8],
+        key_offsets: Bytes,
+        key_data: Bytes,
+        offsets: Bytes,
+        candidate: Bytes,
     ) -> bytes:
-        data = bytes(key_data)
+        data, bounds = bytes(key_data), np.frombuffer(key_offsets, np.int32)
+        offsets = np.frombuffer(offsets, np.int64)
         out = bytearray(len(offsets))
-        for i in np.flatnonzero(np.asarray(candidate)):
-            stack = self._stacks.get(data[key_offsets[i] : key_offsets[i + 1]], ())
+        for i in np.flatnonzero(np.frombuffer(candidate, np.uint8)):
+            stack = self._stacks.get(data[bounds[i] : bounds[i + 1]], ())
             out[i] = any(entry[2] == offsets[i] for entry in stack)
         return bytes(out)
 

@@ -1,8 +1,9 @@
 """Packing compacted records into Kafka segments: batches, segment rolls, the log end.
 
-Pure: records in, files out through ``SegmentWriter`` into an ``OutputDirectory`` the caller
-gives. The materialiser gives it one
-partition's retained records in offset order.
+Pure: Arrow rows in (:data:`ROWS`), files out through ``SegmentWriter`` into an
+``OutputDirectory`` the caller gives. The materialiser gives it one partition's retained records
+in offset order. Records are encoded from the columns' buffers in C (``columns.encode_columns``,
+byte for byte the pure encoder's); Python runs once per batch, not per record.
 
 - Records keep their offsets and timestamps; batches are regrouped up to ``batch_bytes``.
 - A batch holding tombstones carries KIP-534's delete horizon (bit 6, base timestamp) no
@@ -21,18 +22,44 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from segcompact.format.attributes import Compression
-from segcompact.format.batch import LOG_OVERHEAD, build_batch
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numpy.typing import NDArray
+
+from segcompact.format.arrow import HEADER, column_buffers
+from segcompact.format.attributes import BatchAttr, Compression
+from segcompact.format.batch import LOG_OVERHEAD, assemble_batch, build_batch
+from segcompact.format.columns import Buffer, ColumnBuffers, encode_columns
 from segcompact.format.io import OutputDirectory
-from segcompact.format.record import Header, Record
+from segcompact.format.record import Header
 from segcompact.format.writer import SegmentWriter
 
 DEFAULT_BATCH_BYTES = 1 << 20  # Kafka's default max.message.bytes, about
 _MAX_RELATIVE = 0x7FFFFFFF
+# A record's fixed overhead in a batch, about (length, attributes, deltas, sizes).
+_RECORD_OVERHEAD = 24
+_HEADER_OVERHEAD = 4
+
+# What write_partition reads: a partition's retained records, in offset order.
+ROWS = pa.schema(
+    [
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("timestamp", pa.int64(), nullable=False),  # epoch ms
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+        pa.field("headers", pa.list_(HEADER), nullable=False),
+        pa.field("attributes", pa.int8(), nullable=False),  # the record's attributes byte
+        pa.field("tombstone", pa.bool_(), nullable=False),
+        pa.field("delete_horizon", pa.int64()),  # epoch ms, for tombstones
+    ]
+)
 
 
 @dataclass(frozen=True, slots=True)
 class OutputRecord:
+    """One retained record, for building :data:`ROWS` a record at a time (:func:`output_rows`)."""
+
     offset: int
     timestamp: int
     key: bytes
@@ -43,41 +70,100 @@ class OutputRecord:
     delete_horizon: int | None
 
 
-def size_estimate(r: OutputRecord) -> int:
-    """About the bytes ``r`` takes in a batch: its payload plus a record's fixed overhead."""
-    return (
-        24
-        + len(r.key)
-        + len(r.value or b"")
-        + sum(len(k) + len(v or b"") + 4 for k, v in r.headers)
+def output_rows(records: Iterable[OutputRecord]) -> pa.Table:
+    """:data:`ROWS` of ``records``."""
+    return pa.Table.from_pylist(
+        [
+            {
+                "offset": r.offset,
+                "timestamp": r.timestamp,
+                "key": r.key,
+                "value": r.value,
+                "headers": [{"key": k, "value": v} for k, v in r.headers],
+                "attributes": r.attributes,
+                "tombstone": r.tombstone,
+                "delete_horizon": r.delete_horizon,
+            }
+            for r in records
+        ],
+        schema=ROWS,
     )
 
 
+def record_sizes(columns: ColumnBuffers) -> NDArray[np.int64]:
+    """About the bytes each record takes in a batch: its key, value and headers' bytes plus a
+    record's (and each header's) fixed overhead."""
+
+    def lengths(offsets: Buffer, valid: Buffer | None) -> NDArray[np.int64]:
+        bounds = np.frombuffer(offsets, np.int32).astype(np.int64)
+        sizes: NDArray[np.int64] = bounds[1:] - bounds[:-1]
+        return sizes if valid is None else sizes * np.frombuffer(valid, np.uint8).astype(np.int64)
+
+    header_sizes = (
+        lengths(columns.hkey_offsets, None)
+        + lengths(columns.hvalue_offsets, columns.hvalue_valid)
+        + _HEADER_OVERHEAD
+    )
+    summed = np.concatenate([[0], np.cumsum(header_sizes)])
+    headers = np.frombuffer(columns.header_offsets, np.int32)
+    per_record = summed[headers[1:]] - summed[headers[:-1]]
+    sizes: NDArray[np.int64] = (
+        _RECORD_OVERHEAD
+        + lengths(columns.key_offsets, columns.key_valid)
+        + lengths(columns.value_offsets, columns.value_valid)
+        + per_record
+    )
+    return sizes
+
+
+def batch_bounds(
+    offsets: NDArray[np.int64], sizes: NDArray[np.int64], batch_bytes: int
+) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` of consecutive groups of records: each as long as its sizes sum to at
+    most ``batch_bytes`` and its offsets span a batch's 32-bit range, and at least one record."""
+    total = np.concatenate([[0], np.cumsum(sizes)])
+    n, start = len(offsets), 0
+    while start < n:
+        by_size = int(np.searchsorted(total, total[start] + batch_bytes, side="right")) - 1
+        by_span = int(np.searchsorted(offsets, offsets[start] + _MAX_RELATIVE, side="right"))
+        stop = max(start + 1, min(by_size, by_span))
+        yield start, stop
+        start = stop
+
+
 def _batches(
-    records: Iterable[OutputRecord], compression: Compression, batch_bytes: int
+    rows: pa.Table, compression: Compression, batch_bytes: int, pure: bool
 ) -> Iterator[tuple[int, bytes]]:
-    """``(last offset, encoded batch)`` for consecutive groups of about ``batch_bytes``."""
-    group: list[OutputRecord] = []
-    size = 0
+    """``(last offset, encoded batch)`` for consecutive groups of about ``batch_bytes``.
 
-    def flush() -> tuple[int, bytes]:
-        horizons = [r.delete_horizon for r in group if r.tombstone and r.delete_horizon is not None]
-        batch = build_batch(
-            [Record(r.offset, r.timestamp, r.key, r.value, r.headers, r.attributes) for r in group],
-            compression=compression,
-            delete_horizon_ms=max(horizons) if horizons else None,
+    A group holding tombstones carries KIP-534's delete horizon: the latest of theirs."""
+    if not rows.num_rows:
+        return
+    columns = column_buffers(rows)
+    offsets = np.frombuffer(columns.offset, np.int64)
+    timestamps = np.frombuffer(columns.timestamp, np.int64)
+    none = np.iinfo(np.int64).min
+    horizons = pc.fill_null(
+        pc.if_else(rows.column("tombstone"), rows.column("delete_horizon"), None), none
+    ).to_numpy()
+    for start, stop in batch_bounds(offsets, record_sizes(columns), batch_bytes):
+        latest = int(np.max(horizons[start:stop]))
+        horizon = None if latest == none else latest
+        base_timestamp = int(timestamps[start]) if horizon is None else horizon
+        body = encode_columns(columns, start, stop, int(offsets[start]), base_timestamp, pure=pure)
+        attributes = int(compression) | (BatchAttr.DELETE_HORIZON if horizon is not None else 0)
+        yield (
+            int(offsets[stop - 1]),
+            assemble_batch(
+                body,
+                stop - start,
+                base_offset=int(offsets[start]),
+                last_offset=int(offsets[stop - 1]),
+                base_timestamp=base_timestamp,
+                max_timestamp=int(np.max(timestamps[start:stop])),
+                attributes=attributes,
+            ),
         )
-        return group[-1].offset, batch
-
-    for r in records:
-        estimate = size_estimate(r)
-        if group and (size + estimate > batch_bytes or r.offset - group[0].offset > _MAX_RELATIVE):
-            yield flush()
-            group, size = [], 0
-        group.append(r)
-        size += estimate
-    if group:
-        yield flush()
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +176,7 @@ class WrittenSegment:
 
 def write_partition(
     directory: OutputDirectory,
-    records: Iterable[OutputRecord],
+    rows: pa.Table,
     *,
     log_end_offset: int,
     log_start_offset: int = 0,
@@ -98,8 +184,10 @@ def write_partition(
     segment_bytes: int = 1 << 30,
     index_interval_bytes: int = 4096,
     batch_bytes: int = DEFAULT_BATCH_BYTES,
+    pure: bool = False,
 ) -> list[WrittenSegment]:
-    """Write ``records`` (offset order) as segments into ``directory``; return the logs written."""
+    """Write ``rows`` (:data:`ROWS`, offset order) as segments into ``directory``; return the
+    logs written. ``pure``: records encoded in Python (the twin the C encoder is held to)."""
     written: list[WrittenSegment] = []
     writer: SegmentWriter | None = None
     last = -1
@@ -127,7 +215,7 @@ def write_partition(
         writer.append(batch)
 
     try:
-        for last_offset, batch in _batches(records, compression, batch_bytes):
+        for last_offset, batch in _batches(rows, compression, batch_bytes, pure):
             if last_offset >= log_end_offset:
                 raise ValueError(
                     f"record at offset {last_offset} is past the log end offset {log_end_offset}"

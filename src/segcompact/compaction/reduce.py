@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from segcompact.compaction.front import Front, front
 from segcompact.config import CompactionStrategy, CompactorConfig, TopicConfig
+from segcompact.format.arrow import binary_buffers
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +124,7 @@ class SegmentReducer:
         if not candidate.any():
             return
         flags = candidate.view(np.uint8)
-        key_offsets, key_data = _binary_buffers(chunk.column("key"))
+        key_offsets, key_data, _ = binary_buffers(chunk.column("key"))
         offsets = _int64(chunk.column("offset"))
         self._front.add(key_offsets, key_data, r1, r2, offsets, flags)
         self._candidates += int(np.count_nonzero(candidate))
@@ -149,7 +150,7 @@ class SegmentReducer:
     ) -> NDArray[np.bool_]:
         if flags is None:
             flags = np.ones(rows.num_rows, np.uint8)
-        key_offsets, key_data = _binary_buffers(rows.column("key"))
+        key_offsets, key_data, _ = binary_buffers(rows.column("key"))
         alive = self._front.alive(key_offsets, key_data, _int64(rows.column("offset")), flags)
         return np.frombuffer(alive, np.uint8).astype(bool)
 
@@ -213,19 +214,11 @@ def header_versions(
     bad[rows[~ok]] = True
     good = found.filter(pa.array(ok))
     if len(good):
-        starts, data = _binary_buffers(good)
-        index = starts[:-1, None].astype(np.int64) + np.arange(8)
+        bounds, data, _ = binary_buffers(good)
+        index = np.frombuffer(bounds, np.int32)[:-1, None].astype(np.int64) + np.arange(8)
         version[rows[ok]] = np.frombuffer(data, np.uint8)[index].copy().view(">i8").ravel()
         has[rows[ok]] = True
     return has, version, bad
-
-
-def _binary_buffers(column: pa.Array) -> tuple[NDArray[np.int32], memoryview | bytes]:
-    """A binary array's int32 offsets (n + 1, as sliced) and its data buffer."""
-    _, offsets, data = column.buffers()
-    assert offsets is not None
-    starts = np.frombuffer(offsets, np.int32)[column.offset : column.offset + len(column) + 1]
-    return starts, (memoryview(data) if data is not None else b"")
 
 
 def _int64(column: pa.Array) -> NDArray[np.int64]:

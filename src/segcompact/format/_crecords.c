@@ -831,6 +831,251 @@ done:
     return result;
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* Encoding: ColumnBuffers' records back into v2 record bytes (record.encode_records' twin).   */
+
+static inline uint64_t
+zigzag64(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline size_t
+varint_size(uint64_t z)
+{
+    size_t n = 1;
+    while (z > 0x7F) {
+        z >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static inline void
+put_varint(Buf *b, uint64_t z)
+{
+    while (z > 0x7F) {
+        b->data[b->len++] = (char)((z & 0x7F) | 0x80);
+        z >>= 7;
+    }
+    b->data[b->len++] = (char)z;
+}
+
+/* ColumnBuffers' buffer fields, by index; the others are counts (records, header_count) or
+ * not read (batch). */
+enum {
+    C_RECORDS = 0, C_OFFSET, C_TIMESTAMP, C_ATTRIBUTES, C_BATCH, C_KEY_OFFSETS, C_KEY_DATA,
+    C_KEY_VALID, C_VALUE_OFFSETS, C_VALUE_DATA, C_VALUE_VALID, C_HEADER_OFFSETS, C_HEADER_COUNT,
+    C_HKEY_OFFSETS, C_HKEY_DATA, C_HVALUE_OFFSETS, C_HVALUE_DATA, C_HVALUE_VALID, C_FIELDS
+};
+
+static inline int32_t
+i32_at(const Py_buffer *b, Py_ssize_t i)
+{
+    int32_t v;
+    memcpy(&v, (const char *)b->buf + 4 * i, 4);
+    return v;
+}
+
+static inline int64_t
+i64_at(const Py_buffer *b, Py_ssize_t i)
+{
+    int64_t v;
+    memcpy(&v, (const char *)b->buf + 8 * i, 8);
+    return v;
+}
+
+/* Entry i of a binary column: its bytes, or length -1 where not valid (valid may be NULL). */
+static int
+entry_of(const Py_buffer *offsets, const Py_buffer *data, const Py_buffer *valid, Py_ssize_t i,
+         const char *what, const char **p, int64_t *len)
+{
+    int32_t start = i32_at(offsets, i), end = i32_at(offsets, i + 1);
+    if (valid != NULL && !((const char *)valid->buf)[i]) {
+        *len = -1;
+        return 0;
+    }
+    if (start < 0 || end < start || end > data->len) {
+        PyErr_Format(PyExc_ValueError, "%s %zd: offsets %d..%d outside %zd bytes", what, i,
+                     (int)start, (int)end, data->len);
+        return -1;
+    }
+    *p = (const char *)data->buf + start;
+    *len = end - start;
+    return 0;
+}
+
+static inline size_t
+sized_size(int64_t len)
+{
+    return len < 0 ? 1 : varint_size(zigzag64(len)) + (size_t)len;
+}
+
+static inline void
+put_sized(Buf *b, const char *p, int64_t len)
+{
+    put_varint(b, zigzag64(len));
+    if (len > 0) {
+        memcpy(b->data + b->len, p, (size_t)len);
+        b->len += (size_t)len;
+    }
+}
+
+static int
+encode_range(const Py_buffer *c, Py_ssize_t n_headers, Py_ssize_t start, Py_ssize_t stop,
+             int64_t base_offset, int64_t base_timestamp, Buf *out)
+{
+    Py_ssize_t i, h;
+    for (i = start; i < stop; i++) {
+        int64_t offset = i64_at(&c[C_OFFSET], i), timestamp = i64_at(&c[C_TIMESTAMP], i);
+        int64_t offset_delta, time_delta, key_len, value_len, hk_len, hv_len;
+        int32_t first = i32_at(&c[C_HEADER_OFFSETS], i), last = i32_at(&c[C_HEADER_OFFSETS], i + 1);
+        const char *key = NULL, *value = NULL, *hk = NULL, *hv = NULL;
+        size_t body;
+        if (__builtin_sub_overflow(offset, base_offset, &offset_delta) ||
+            offset_delta < INT32_MIN || offset_delta > INT32_MAX) {
+            PyErr_Format(PyExc_ValueError, "varint out of range: offset %lld from base %lld",
+                         (long long)offset, (long long)base_offset);
+            return -1;
+        }
+        if (__builtin_sub_overflow(timestamp, base_timestamp, &time_delta)) {
+            PyErr_Format(PyExc_ValueError, "varlong out of range: timestamp %lld from base %lld",
+                         (long long)timestamp, (long long)base_timestamp);
+            return -1;
+        }
+        if (first < 0 || last < first || last > n_headers) {
+            PyErr_Format(PyExc_ValueError, "record %zd: headers %d..%d outside %zd headers", i,
+                         (int)first, (int)last, n_headers);
+            return -1;
+        }
+        if (entry_of(&c[C_KEY_OFFSETS], &c[C_KEY_DATA], &c[C_KEY_VALID], i, "key", &key,
+                     &key_len) < 0 ||
+            entry_of(&c[C_VALUE_OFFSETS], &c[C_VALUE_DATA], &c[C_VALUE_VALID], i, "value",
+                     &value, &value_len) < 0)
+            return -1;
+        body = 1 + varint_size(zigzag64(time_delta)) + varint_size(zigzag64(offset_delta)) +
+               sized_size(key_len) + sized_size(value_len) +
+               varint_size(zigzag64(last - first));
+        for (h = first; h < last; h++) {
+            if (entry_of(&c[C_HKEY_OFFSETS], &c[C_HKEY_DATA], NULL, h, "header key", &hk,
+                         &hk_len) < 0 ||
+                entry_of(&c[C_HVALUE_OFFSETS], &c[C_HVALUE_DATA], &c[C_HVALUE_VALID], h,
+                         "header value", &hv, &hv_len) < 0)
+                return -1;
+            body += sized_size(hk_len) + sized_size(hv_len);
+        }
+        if (body > INT32_MAX) {
+            PyErr_Format(PyExc_ValueError, "varint out of range: record %zd is %zu bytes", i, body);
+            return -1;
+        }
+        if (buf_reserve(out, varint_size(zigzag64((int64_t)body)) + body) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        put_varint(out, zigzag64((int64_t)body));
+        put_u8(out, (uint8_t)((const char *)c[C_ATTRIBUTES].buf)[i]);
+        put_varint(out, zigzag64(time_delta));
+        put_varint(out, zigzag64(offset_delta));
+        put_sized(out, key, key_len);
+        put_sized(out, value, value_len);
+        put_varint(out, zigzag64(last - first));
+        for (h = first; h < last; h++) {
+            entry_of(&c[C_HKEY_OFFSETS], &c[C_HKEY_DATA], NULL, h, "header key", &hk, &hk_len);
+            entry_of(&c[C_HVALUE_OFFSETS], &c[C_HVALUE_DATA], &c[C_HVALUE_VALID], h,
+                     "header value", &hv, &hv_len);
+            put_sized(out, hk, hk_len);
+            put_sized(out, hv, hv_len);
+        }
+    }
+    return 0;
+}
+
+/* Each buffer's length against the counts: (field, bytes per record, bytes per header, extra). */
+static const struct {
+    int field;
+    Py_ssize_t per_record, per_header, extra;
+} LENGTHS[] = {
+    {C_OFFSET, 8, 0, 0},         {C_TIMESTAMP, 8, 0, 0},       {C_ATTRIBUTES, 1, 0, 0},
+    {C_KEY_OFFSETS, 4, 0, 4},    {C_KEY_VALID, 1, 0, 0},       {C_VALUE_OFFSETS, 4, 0, 4},
+    {C_VALUE_VALID, 1, 0, 0},    {C_HEADER_OFFSETS, 4, 0, 4},  {C_HKEY_OFFSETS, 0, 4, 4},
+    {C_HVALUE_OFFSETS, 0, 4, 4}, {C_HVALUE_VALID, 0, 1, 0},
+};
+
+PyDoc_STRVAR(encode_doc,
+             "encode_records(columns, start, stop, base_offset, base_timestamp)\n--\n\n"
+             "The length-prefixed v2 bytes of records start..stop of a ColumnBuffers "
+             "(record.encode_records' twin; timestamps in ms, the batch column unread).");
+
+static PyObject *
+encode_records_c(PyObject *module, PyObject *args)
+{
+    PyObject *columns, *item, *result = NULL;
+    Py_buffer c[C_FIELDS];
+    int got[C_FIELDS] = {0};
+    Py_ssize_t start, stop, n, n_headers, k;
+    long long base_offset, base_timestamp;
+    Buf out = {NULL, 0, 0};
+    (void)module;
+
+    if (!PyArg_ParseTuple(args, "OnnLL:encode_records", &columns, &start, &stop, &base_offset,
+                          &base_timestamp))
+        return NULL;
+    if (!PySequence_Check(columns) || PySequence_Size(columns) != C_FIELDS) {
+        PyErr_SetString(PyExc_TypeError, "columns must be a ColumnBuffers");
+        return NULL;
+    }
+    item = PySequence_GetItem(columns, C_RECORDS);
+    n = item ? PyLong_AsSsize_t(item) : -1;
+    Py_XDECREF(item);
+    item = PySequence_GetItem(columns, C_HEADER_COUNT);
+    n_headers = item ? PyLong_AsSsize_t(item) : -1;
+    Py_XDECREF(item);
+    if (PyErr_Occurred())
+        return NULL;
+    for (k = 0; k < C_FIELDS; k++) {
+        if (k == C_RECORDS || k == C_BATCH || k == C_HEADER_COUNT)
+            continue;
+        item = PySequence_GetItem(columns, k);
+        if (item == NULL)
+            goto done;
+        if (PyObject_GetBuffer(item, &c[k], PyBUF_SIMPLE) < 0) {
+            Py_DECREF(item);
+            goto done;
+        }
+        Py_DECREF(item);
+        got[k] = 1;
+    }
+    for (k = 0; k < (Py_ssize_t)(sizeof(LENGTHS) / sizeof(LENGTHS[0])); k++) {
+        Py_ssize_t want = LENGTHS[k].per_record * n + LENGTHS[k].per_header * n_headers +
+                          LENGTHS[k].extra;
+        if (c[LENGTHS[k].field].len != want) {
+            PyErr_Format(PyExc_ValueError,
+                         "column %zd holds %zd bytes, not the %zd of %zd records and %zd headers",
+                         (Py_ssize_t)LENGTHS[k].field, c[LENGTHS[k].field].len, want, n,
+                         n_headers);
+            goto done;
+        }
+    }
+    if (start < 0 || stop < start || stop > n) {
+        PyErr_Format(PyExc_ValueError, "records %zd..%zd outside 0..%zd", start, stop, n);
+        goto done;
+    }
+    if (encode_range(c, n_headers, start, stop, base_offset, base_timestamp, &out) == 0)
+        result = bytes_of(&out);
+done:
+    free(out.data);
+    for (k = 0; k < C_FIELDS; k++) {
+        if (got[k])
+            PyBuffer_Release(&c[k]);
+    }
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"encode_records", (PyCFunction)encode_records_c, METH_VARARGS, encode_doc},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyMethodDef builder_methods[] = {
     {"append", (PyCFunction)(void (*)(void))builder_append, METH_VARARGS | METH_KEYWORDS,
      append_doc},
@@ -866,8 +1111,10 @@ static PyType_Spec builder_spec = {
 static struct PyModuleDef crecords_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "segcompact.format._crecords",
-    .m_doc = "The compiled v2 record decoder: CColumnBuilder, twin of PyColumnBuilder.",
+    .m_doc = "The compiled v2 record codec: CColumnBuilder, twin of PyColumnBuilder, and "
+             "encode_records, twin of columns.encode_columns.",
     .m_size = -1,
+    .m_methods = module_methods,
 };
 
 PyMODINIT_FUNC

@@ -21,7 +21,7 @@ import pyarrow as pa
 from segcompact.errors import CorruptBatchError
 from segcompact.format.attributes import TimestampType
 from segcompact.format.batch import RecordBatch
-from segcompact.format.columns import ColumnBuffers, column_builder
+from segcompact.format.columns import Buffer, ColumnBuffers, column_builder
 from segcompact.format.segment import SegmentReader
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
@@ -96,7 +96,7 @@ class _BatchMeta:
 
 
 def _binary(
-    kind: pa.DataType, count: int, offsets: bytes, data: bytes, valid: bytes | None
+    kind: pa.DataType, count: int, offsets: Buffer, data: Buffer, valid: Buffer | None
 ) -> pa.Array:
     null_count = 0
     bitmap = None
@@ -204,3 +204,61 @@ def decode_segment(
         raise
     if len(builder):
         yield to_record_batch(builder.finish(), meta, topic, partition)
+
+
+def column_buffers(rows: pa.Table) -> ColumnBuffers:
+    """The encoder's view of Arrow rows with columns ``offset`` (int64), ``timestamp`` (int64
+    ms), ``attributes`` (int8), ``key``, ``value`` and ``headers`` (as :data:`SCHEMA`): their
+    buffers as they are, validity as one byte per entry."""
+
+    def column(name: str) -> pa.Array:
+        values = rows.column(name).combine_chunks()
+        small = _SMALL.get(values.type)
+        return values if small is None else values.cast(small)
+
+    def fixed(name: str, kind: type[np.generic]) -> bytes:
+        values: np.ndarray = column(name).to_numpy(zero_copy_only=False)
+        return values.astype(kind).tobytes()
+
+    headers = column("headers")
+    hkeys, hvalues = headers.values.flatten()
+    key, value = binary_buffers(column("key")), binary_buffers(column("value"))
+    hkey, hvalue = binary_buffers(hkeys), binary_buffers(hvalues)
+    return ColumnBuffers(
+        records=rows.num_rows,
+        offset=fixed("offset", np.int64),
+        timestamp=fixed("timestamp", np.int64),
+        attributes=fixed("attributes", np.int8),
+        batch=b"",
+        key_offsets=key[0],
+        key_data=key[1],
+        key_valid=key[2],
+        value_offsets=value[0],
+        value_data=value[1],
+        value_valid=value[2],
+        header_offsets=headers.offsets.to_numpy().astype(np.int32).tobytes(),
+        header_count=len(hkeys),
+        hkey_offsets=hkey[0],
+        hkey_data=hkey[1],
+        hvalue_offsets=hvalue[0],
+        hvalue_data=hvalue[1],
+        hvalue_valid=hvalue[2],
+    )
+
+
+# Spark may hand over 64-bit offsets (spark.sql.execution.arrow.useLargeVarTypes).
+_SMALL = {
+    pa.large_binary(): pa.binary(),
+    pa.large_string(): pa.string(),
+    pa.large_list(HEADER): pa.list_(HEADER),
+}
+
+
+def binary_buffers(values: pa.Array) -> tuple[bytes, memoryview | bytes, bytes]:
+    """A binary or string array's int32 offsets (n + 1 of them, as sliced), its data buffer and
+    one validity byte per entry."""
+    _, offsets, data = values.buffers()
+    assert offsets is not None
+    bounds = np.frombuffer(offsets, np.int32)[values.offset : values.offset + len(values) + 1]
+    valid = values.is_valid().to_numpy(zero_copy_only=False).astype(np.uint8).tobytes()
+    return bounds.tobytes(), (memoryview(data) if data is not None else b""), valid

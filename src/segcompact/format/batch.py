@@ -250,8 +250,39 @@ def build_batch(
         attributes |= BatchAttr.CONTROL
     if delete_horizon_ms is not None:
         attributes |= BatchAttr.DELETE_HORIZON
-    body = encode_records(records, base_offset, base_ts)
-    if compression is not Compression.NONE and records:
+    return assemble_batch(
+        encode_records(records, base_offset, base_ts),
+        len(records),
+        base_offset=base_offset,
+        last_offset=last_offset,
+        base_timestamp=base_ts,
+        max_timestamp=max_timestamp,
+        attributes=attributes,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        partition_leader_epoch=partition_leader_epoch,
+    )
+
+
+def assemble_batch(
+    body: bytes,
+    count: int,
+    *,
+    base_offset: int,
+    last_offset: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    attributes: int = 0,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = -1,
+    base_sequence: int = NO_SEQUENCE,
+    partition_leader_epoch: int = -1,
+) -> bytes:
+    """A v2 batch around ``count`` encoded records ``body`` (relative to ``base_offset`` and
+    ``base_timestamp``), compressed under the codec of ``attributes``, with its CRC."""
+    compression = Compression(attributes & 0x07)
+    if compression is not Compression.NONE and count:
         body = codec_for(compression).compress(body)
     header = bytearray(
         V2_HEADER.pack(
@@ -262,12 +293,12 @@ def build_batch(
             0,
             attributes,
             last_offset - base_offset,
-            base_ts,
+            base_timestamp,
             max_timestamp,
             producer_id,
             producer_epoch,
             base_sequence,
-            len(records),
+            count,
         )
     )
     crc = crc32c(body, crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))

@@ -1,8 +1,10 @@
-"""Column builders: v2 records appended straight into Arrow-ready buffers.
+"""Column builders: v2 records appended straight into Arrow-ready buffers; and back.
 
 This is the decoder's hot loop. ``PyColumnBuilder`` is the pure-Python reference; the C twin in
 ``_crecords.c`` has the same interface and must pass the same tests. :func:`column_builder`
-returns the C one when it was compiled.
+returns the C one when it was compiled. :func:`encode_columns` is the way back, the encoder's
+hot loop: records of a ``ColumnBuffers`` as v2 record bytes, in C where it was compiled,
+byte for byte what ``record.encode_records`` makes of them.
 
 ``finish()`` returns :class:`ColumnBuffers`: little-endian fixed-width arrays, and for each
 binary column int32 offsets (n + 1 entries), the data, and one validity byte per entry.
@@ -14,30 +16,36 @@ import functools
 import logging
 import sys
 from array import array
+from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
-from segcompact.format.record import iter_records
+import numpy as np
+
+from segcompact.format.record import Record, encode_records, iter_records
+
+# Any contiguous buffer: the decoder hands over bytes, the encoder also takes Arrow's buffers.
+Buffer = bytes | memoryview
 
 
 class ColumnBuffers(NamedTuple):
     records: int
-    offset: bytes  # int64 per record
-    timestamp: bytes  # int64 per record, as stored (base timestamp + delta)
-    attributes: bytes  # int8 per record
-    batch: bytes  # int32 per record: the index passed to append()
-    key_offsets: bytes
-    key_data: bytes
-    key_valid: bytes
-    value_offsets: bytes
-    value_data: bytes
-    value_valid: bytes
-    header_offsets: bytes  # int32 per record + 1: where its headers start in the header arrays
+    offset: Buffer  # int64 per record
+    timestamp: Buffer  # int64 per record, as stored (base timestamp + delta)
+    attributes: Buffer  # int8 per record
+    batch: Buffer  # int32 per record: the index passed to append() (the encoder ignores it)
+    key_offsets: Buffer
+    key_data: Buffer
+    key_valid: Buffer
+    value_offsets: Buffer
+    value_data: Buffer
+    value_valid: Buffer
+    header_offsets: Buffer  # int32 per record + 1: where its headers start in the header arrays
     header_count: int
-    hkey_offsets: bytes
-    hkey_data: bytes
-    hvalue_offsets: bytes
-    hvalue_data: bytes
-    hvalue_valid: bytes
+    hkey_offsets: Buffer
+    hkey_data: Buffer
+    hvalue_offsets: Buffer
+    hvalue_data: Buffer
+    hvalue_valid: Buffer
 
 
 class ColumnBuilder(Protocol):
@@ -158,6 +166,68 @@ def column_builder(pure: bool = False) -> ColumnBuilder:
         else:
             return CColumnBuilder()  # type: ignore[no-any-return]
     return PyColumnBuilder()
+
+
+def encode_columns(
+    columns: ColumnBuffers,
+    start: int,
+    stop: int,
+    base_offset: int,
+    base_timestamp: int,
+    *,
+    pure: bool = False,
+) -> bytes:
+    """The length-prefixed v2 bytes of records ``start..stop`` (timestamps in ms): the C
+    encoder where it was built (and ``pure`` is false), else through ``encode_records``."""
+    if not pure:
+        try:
+            from segcompact.format._crecords import encode_records as encode
+        except ImportError:
+            warn_pure()
+        else:
+            return encode(columns, start, stop, base_offset, base_timestamp)  # type: ignore[no-any-return]
+    return encode_records(records_of(columns, start, stop), base_offset, base_timestamp)
+
+
+def records_of(columns: ColumnBuffers, start: int, stop: int) -> list[Record]:
+    """Records ``start..stop`` of ``columns`` as :class:`Record` objects."""
+
+    def entries(
+        offsets: Buffer, data: Buffer, valid: Buffer | None
+    ) -> Callable[[int], bytes | None]:
+        bounds = np.frombuffer(offsets, np.int32)
+        flags = None if valid is None else np.frombuffer(valid, np.uint8)
+        raw = bytes(data)
+
+        def at(i: int) -> bytes | None:
+            if flags is not None and not flags[i]:
+                return None
+            return raw[bounds[i] : bounds[i + 1]]
+
+        return at
+
+    key = entries(columns.key_offsets, columns.key_data, columns.key_valid)
+    value = entries(columns.value_offsets, columns.value_data, columns.value_valid)
+    hkey = entries(columns.hkey_offsets, columns.hkey_data, None)
+    hvalue = entries(columns.hvalue_offsets, columns.hvalue_data, columns.hvalue_valid)
+    offsets = np.frombuffer(columns.offset, np.int64)
+    timestamps = np.frombuffer(columns.timestamp, np.int64)
+    attributes = np.frombuffer(columns.attributes, np.int8)
+    headers = np.frombuffer(columns.header_offsets, np.int32)
+    return [
+        Record(
+            int(offsets[i]),
+            int(timestamps[i]),
+            key(i),
+            value(i),
+            tuple(
+                ((hkey(h) or b"").decode("utf-8"), hvalue(h))
+                for h in range(headers[i], headers[i + 1])
+            ),
+            int(attributes[i]) & 0xFF,
+        )
+        for i in range(start, stop)
+    ]
 
 
 @functools.cache

@@ -12,10 +12,11 @@ a local disk or an object store alike; superseded versions are removed after the
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import SparkSession
@@ -23,13 +24,14 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from segcompact.clock import Clock
-from segcompact.compaction.output import OutputRecord, size_estimate, write_partition
+from segcompact.compaction.output import ROWS, record_sizes, write_partition
 from segcompact.compaction.rules import is_young
 from segcompact.compaction.triggers import Reason
 from segcompact.config import CompactorConfig, TombstoneMode
+from segcompact.format.arrow import column_buffers
 from segcompact.format.attributes import Compression, RecordAttr
 from segcompact.publication import Output, OutputFile, Publication, new_version_directory
-from segcompact.spark.partitions import decision
+from segcompact.spark.partitions import decision, of_partitions
 from segcompact.spark.tables import RECORD_FIELDS, Tables
 from segcompact.storage import Storage
 
@@ -81,46 +83,31 @@ def _codec(topic_codec: Compression | None, input_codec: int | None) -> Compress
 def write_plan(plan: Plan, rows: pa.Table) -> dict[str, Any]:
     """Write one partition's rows (any order) as the segments of ``plan``; runs on executors."""
     rows = rows.sort_by("offset")
-    horizons: list[int] = []
-    dirty_bytes = 0
-    raw_timestamps: list[int] = []
-
-    def records() -> Iterator[OutputRecord]:
-        nonlocal dirty_bytes
-        # Column by column to plain Python values: a row dict per record costs twice as much.
-        columns = zip(
-            rows["offset"].to_pylist(),
-            _millis(rows["timestamp"]),
-            rows["key"].to_pylist(),
-            rows["value"].to_pylist(),
-            rows["headers"].to_pylist(),
-            rows["tombstone"].to_pylist(),
-            _millis(rows["delete_horizon"]),
-            rows["raw"].to_pylist(),
-            strict=True,
-        )
-        for offset, timestamp, key, value, headers, tombstone, horizon, raw in columns:
-            if horizon is not None and tombstone and not raw:  # raw ones expire once compacted
-                horizons.append(horizon)
-            record = OutputRecord(
-                offset,
-                timestamp,
-                key,
-                value,
-                tuple((h["key"], h["value"]) for h in headers or ()),
-                _TOMBSTONE_BIT if plan.tombstone_attribute and tombstone else 0,
-                tombstone,
-                horizon,
-            )
-            if raw:
-                dirty_bytes += size_estimate(record)
-                raw_timestamps.append(timestamp)
-            yield record
-
+    raw = rows.column("raw").to_numpy()
+    tombstone = rows.column("tombstone").to_numpy()
+    horizons = _millis(rows.column("delete_horizon"))
+    bit = _TOMBSTONE_BIT if plan.tombstone_attribute else 0
+    out = pa.table(
+        {
+            "offset": rows.column("offset"),
+            "timestamp": _millis(rows.column("timestamp")),
+            "key": rows.column("key"),
+            "value": rows.column("value"),
+            "headers": rows.column("headers"),
+            "attributes": pa.array(np.where(tombstone, bit, 0).astype(np.int8)),
+            "tombstone": rows.column("tombstone"),
+            "delete_horizon": horizons,
+        },
+        schema=ROWS,
+    )
+    # Raw (young) rows' tombstones expire once compacted: the output's next horizon is the
+    # earliest of the compacted ones.
+    expiring = pc.filter(horizons, pa.array(tombstone & ~raw))
+    raw_rows = out.filter(pa.array(raw))
     directory = Output(plan.output, plan.storage).version_directory(plan.directory)
     written = write_partition(
         directory,
-        records(),
+        out,
         log_end_offset=plan.log_end_offset,
         log_start_offset=plan.log_start_offset,
         compression=plan.compression,
@@ -133,18 +120,17 @@ def write_plan(plan: Plan, rows: pa.Table) -> dict[str, Any]:
         "bytes": sum(w.size for w in written),
         "segments": len(written),
         "records": rows.num_rows,
-        "next_horizon": min(horizons) if horizons else None,
-        "dirty_bytes": dirty_bytes,
-        "first_dirty": _first_dirty(raw_timestamps, plan),
+        "next_horizon": pc.min(expiring).as_py(),
+        "dirty_bytes": int(record_sizes(column_buffers(raw_rows)).sum()),
+        "first_dirty": _first_dirty(raw_rows.column("timestamp").to_pylist(), plan),
         "files": json.dumps([[f.name, f.size, f.crc32c] for f in directory.files]),
     }
 
 
-def _millis(column: pa.ChunkedArray) -> list[int | None]:
-    """A timestamp column as epoch milliseconds."""
+def _millis(column: pa.ChunkedArray) -> pa.Array:
+    """A timestamp column as epoch milliseconds (int64)."""
     unit = pa.timestamp("ms", tz="UTC")
-    millis: list[int | None] = column.cast(unit, safe=False).cast(pa.int64()).to_pylist()
-    return millis
+    return column.combine_chunks().cast(unit, safe=False).cast(pa.int64())
 
 
 def _first_dirty(raw_timestamps: list[int], plan: Plan) -> int | None:
@@ -233,12 +219,13 @@ class Materializer:
         if not plans:
             return []
         by_tp = {(p.topic, p.partition): p for p in plans}
-        due = self.spark.createDataFrame(
-            [(p.topic, p.partition) for p in plans], "topic string, partition int"
+        # A filter, not a join: Delta reads only the due partitions' files.
+        due = of_partitions(by_tp)
+        state = self.tables.state.read(self.spark).where(due)
+        young = self.tables.young.read(self.spark).where(due)
+        rows = state.select(*_ROW_COLUMNS, F.lit(False).alias("raw")).unionByName(
+            young.select(*_ROW_COLUMNS, F.lit(True).alias("raw"))
         )
-        state = self.tables.state.read(self.spark).select(*_ROW_COLUMNS, F.lit(False).alias("raw"))
-        young = self.tables.young.read(self.spark).select(*_ROW_COLUMNS, F.lit(True).alias("raw"))
-        rows = state.unionByName(young).join(F.broadcast(due), ["topic", "partition"])
 
         def write_group(table: pa.Table) -> pa.Table:
             first = table.slice(0, 1).to_pylist()[0]

@@ -20,7 +20,7 @@ its DELETE is repaired by the next graduation.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -36,6 +36,7 @@ from segcompact.spark.partitions import (
     batch_stats,
     mark_erasure,
     merge_batch_stats,
+    of_partitions,
     partial_sums,
 )
 from segcompact.spark.read_committed import Transactions, read_committed
@@ -133,8 +134,10 @@ class BatchMerger:
                     winners,
                     topics,
                     now,
+                    [(r["topic"], r["partition"]) for r in stats if r["topic"] in direct],
                     state_write=(f"{self.app_id}-state", batch_id),
                     ledger_write=(f"{self.app_id}-ledger", batch_id),
+                    one_per_key=committed is None,  # the reduction's winners, cached
                 )
             if held:
                 young = self._classify(
@@ -255,7 +258,14 @@ class BatchMerger:
         )
         if ripe.isEmpty():
             return
-        self._merge_state(ripe, topics, now_ms, state_write=None, ledger_write=None)
+        self._merge_state(
+            ripe,
+            topics,
+            now_ms,
+            [(r[0], r[1]) for r in limits],
+            state_write=None,
+            ledger_write=None,
+        )
         erased = sorted(sla_topics(topics))
         if erased:
             mark_erasure(
@@ -314,24 +324,28 @@ class BatchMerger:
         records: DataFrame,
         topics: Mapping[str, TopicConfig],
         now: int,
+        partitions: Collection[tuple[str, int]],
         *,
         state_write: tuple[str, int] | None,
         ledger_write: tuple[str, int] | None,
+        one_per_key: bool = False,
     ) -> None:
-        """Merge keyed, classified records into the state: per key, the winner under its
-        topic's strategy, if it beats the state's row (once per idempotent-write pair
-        ``state_write``, if any: merging graduated records twice changes nothing). The
-        tombstones of topics with a deletion SLA get a ledger row each, written once: under the
-        pair ``ledger_write`` for a batch, whose records were seen now; None for graduated ones
-        (``ledger.record_deletes``)."""
+        """Merge keyed, classified records of ``partitions`` into the state: per key, the
+        winner under its topic's strategy (``one_per_key``: the records are winners already),
+        if it beats the state's row (once per idempotent-write pair ``state_write``, if any:
+        merging graduated records twice changes nothing). Only the target files of
+        ``partitions`` are read. The tombstones of topics with a deletion SLA get a ledger row
+        each, written once: under the pair ``ledger_write`` for a batch, whose records were seen
+        now; None for graduated ones (``ledger.record_deletes``)."""
         topic = F.col("topic")
-        ranked = records.withColumn("rank", rank_by_topic(topic, topics))
-        fields = [F.col(c) for c in ranked.columns if c not in ("topic", "partition", "key")]
-        best = (
-            ranked.groupBy("topic", "partition", "key")
-            .agg(F.max_by(F.struct(*fields), F.col("rank")).alias("w"))
-            .select("topic", "partition", "key", "w.*")
-        )
+        best = records.withColumn("rank", rank_by_topic(topic, topics))
+        if not one_per_key:
+            fields = [F.col(c) for c in best.columns if c not in ("topic", "partition", "key")]
+            best = (
+                best.groupBy("topic", "partition", "key")
+                .agg(F.max_by(F.struct(*fields), F.col("rank")).alias("w"))
+                .select("topic", "partition", "key", "w.*")
+            )
         retention_ms = per_topic(topic, topics, lambda c: F.lit(c.delete_retention_ms))
         source = best.select(
             "topic",
@@ -359,7 +373,10 @@ class BatchMerger:
                 .alias("t")
                 .merge(
                     source.alias("s"),
-                    "t.topic = s.topic AND t.partition = s.partition AND t.key = s.key",
+                    of_partitions(partitions, "t.")
+                    & (F.col("t.topic") == F.col("s.topic"))
+                    & (F.col("t.partition") == F.col("s.partition"))
+                    & (F.col("t.key") == F.col("s.key")),
                 )
                 .whenMatchedUpdate(condition=F.col("s.rank") > target_rank, set=values)
                 .whenNotMatchedInsert(values=values)

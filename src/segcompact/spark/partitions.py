@@ -10,7 +10,9 @@ so what status calls due is what ``materialize`` writes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+import operator
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -28,6 +30,23 @@ _STATS_DDL = (
     "compression int, keyless_records long, bad_version_headers long"
 )
 _STATS_COLUMNS = [part.split()[0] for part in _STATS_DDL.split(", ")]
+
+
+def of_partitions(partitions: Collection[tuple[str, int]], table: str = "") -> Column:
+    """The rows of these (topic, partition) pairs, by columns prefixed ``table`` (``"t."`` for a
+    MERGE's target): Delta reads only those partitions' files."""
+    by_topic: dict[str, set[int]] = {}
+    for name, partition in partitions:
+        by_topic.setdefault(name, set()).add(partition)
+    if not by_topic:
+        return F.lit(True)  # every file: never a condition that matches nothing
+    return functools.reduce(
+        operator.or_,
+        (
+            (F.col(f"{table}topic") == F.lit(name)) & F.col(f"{table}partition").isin(sorted(ps))
+            for name, ps in sorted(by_topic.items())
+        ),
+    )
 
 
 def partial_sums(data: Column, plain: Column) -> list[Column]:
