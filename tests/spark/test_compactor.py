@@ -182,6 +182,27 @@ def test_same_segment_twice_changes_nothing(spark: SparkSession, tmp_path: Path)
     assert state_rows(spark, s.config) == before
 
 
+def test_a_steady_batch_makes_at_most_three_delta_commits(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    s = Scenario(spark, tmp_path)
+    # Distinct keys: the compacted output stays large, so one more segment is not due.
+    segments = generate_partition(random.Random(11), records=600, keys=600, codec=Compression.LZ4)
+    s.arrive([("by-offset", 0, seg) for seg in segments[:-1]])  # creates, materialises
+    tables = s.compactor.tables.all()
+    before = {name: t.version(spark) for name, t in tables.items()}
+
+    s.arrive([("by-offset", 0, segments[-1])])  # one more segment, nothing due
+
+    s.check()
+    commits = {name: t.version(spark) - before[name] for name, t in tables.items()}
+    assert commits == {"state": 1, "young": 0, "partitions": 1, "pending": 0, "ledger": 0}
+    # The state MERGE read only the batch's partition's files: its metrics say so.
+    merge = spark.sql(f"DESCRIBE HISTORY delta.`{s.config.state.table}` LIMIT 1").first()
+    assert merge is not None and merge.operation == "MERGE"
+    assert "by-offset" in str(merge.operationParameters["predicate"])
+
+
 def test_graduation_cut_short_after_its_merge_is_finished_by_the_next(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
