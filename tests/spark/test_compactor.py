@@ -182,13 +182,15 @@ def test_same_segment_twice_changes_nothing(spark: SparkSession, tmp_path: Path)
     assert state_rows(spark, s.config) == before
 
 
-def test_a_steady_batch_makes_at_most_three_delta_commits(
+def test_a_steady_batch_makes_two_delta_commits_and_reads_only_its_partition(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     s = Scenario(spark, tmp_path)
     # Distinct keys: the compacted output stays large, so one more segment is not due.
     segments = generate_partition(random.Random(11), records=600, keys=600, codec=Compression.LZ4)
-    s.arrive([("by-offset", 0, seg) for seg in segments[:-1]])  # creates, materialises
+    other = generate_partition(random.Random(12), codec=Compression.LZ4)
+    # Creates the tables, materialises both partitions.
+    s.arrive([("by-offset", 0, seg) for seg in segments[:-1]] + [("by-offset", 1, other[0])])
     tables = s.compactor.tables.all()
     before = {name: t.version(spark) for name, t in tables.items()}
 
@@ -201,6 +203,12 @@ def test_a_steady_batch_makes_at_most_three_delta_commits(
     merge = spark.sql(f"DESCRIBE HISTORY delta.`{s.config.state.table}` LIMIT 1").first()
     assert merge is not None and merge.operation == "MERGE"
     assert "by-offset" in str(merge.operationParameters["predicate"])
+    metrics = merge.operationMetrics
+    rewritten = sum(int(metrics[m]) for m in ("numTargetRowsCopied", "numTargetRowsUpdated"))
+    in_partition = sum(1 for topic, partition, _ in state_rows(spark, s.config) if partition == 0)
+    assert int(metrics["numTargetFilesRemoved"]) == 1 and 0 < rewritten <= in_partition
+    layout = spark.sql(f"DESCRIBE DETAIL delta.`{s.config.state.table}`").first()
+    assert layout is not None and layout.partitionColumns == ["topic", "partition"]
 
 
 def test_graduation_cut_short_after_its_merge_is_finished_by_the_next(

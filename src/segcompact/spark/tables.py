@@ -163,6 +163,8 @@ class Table:
     name: str
     schema: T.StructType
     storage: Storage = field(default_factory=Storage)  # how delta-rs opens it
+    # Columns a new table is partitioned by (an existing one keeps its layout).
+    partition_by: tuple[str, ...] = ()
 
     @property
     def is_path(self) -> bool:
@@ -175,6 +177,8 @@ class Table:
         ``properties`` set. An existing table must have the schema's columns and types; nullable
         columns added by a later segcompact are added to it."""
         builder = DeltaTable.createIfNotExists(spark).addColumns(self.schema)
+        if self.partition_by:
+            builder = builder.partitionedBy(*self.partition_by)
         if self.is_path:
             builder = builder.location(qualify(spark, self.name))
         else:
@@ -351,11 +355,14 @@ class Tables:
         storage: Storage | None = None,
     ) -> Tables:
         storage = storage or Storage()
+        # Records by Kafka partition: a batch's MERGE and a partition's re-materialisation
+        # read only their partitions' files.
+        by_partition = ("topic", "partition")
         return cls(
-            Table(state, STATE_SCHEMA, storage),
+            Table(state, STATE_SCHEMA, storage, by_partition),
             Table(partitions, PARTITIONS_SCHEMA, storage),
             Table(pending, PENDING_SCHEMA, storage),
-            Table(young, YOUNG_SCHEMA, storage),
+            Table(young, YOUNG_SCHEMA, storage, by_partition),
             Table(ledger, LEDGER_SCHEMA, storage),
             dict(properties or {}),
         )
