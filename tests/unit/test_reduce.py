@@ -220,17 +220,43 @@ def test_c_front_is_its_pure_twin(adds: list[list[tuple[bytes, int, int, bool]]]
         offsets = np.arange(offset, offset + len(rows), dtype=np.int64)
         flags = np.array([r[3] for r in rows], np.uint8)
         offset += len(rows)
-        for f in fronts:
-            f.add(key_offsets, data, r1, r2, offsets, flags)
+        added = [f.add(key_offsets, data, r1, r2, offsets, flags) for f in fronts]
+        assert added[0] == added[1]
         seen += [(k, int(o), c) for (k, *_, c), o in zip(rows, offsets, strict=True)]
-        all_offsets = np.cumsum([0, *(len(k) for k, _, _ in seen)]).astype(np.int32)
-        all_data = b"".join(k for k, _, _ in seen)
-        all_flags = np.ones(len(seen), np.uint8)
-        at = np.array([o for _, o, _ in seen], np.int64)
         assert len(fronts[0]) == len(fronts[1])
-        alive = [f.alive(all_offsets, all_data, at, all_flags) for f in fronts]
+        ids = np.arange(len(seen), dtype=np.int64)
+        alive = [f.alive(ids) for f in fronts]
         assert alive[0] == alive[1]
-        assert sum(alive[1]) == len(fronts[1])
+        candidates = [c for _, _, c in seen]
+        on_front = [a for a, c in zip(alive[1], candidates, strict=True) if c]
+        assert sum(on_front) == len(fronts[1])
+        # This add's rows, as alive says (non-candidates: never taken off, flag 0 from add).
+        now = [a and c for a, c in zip(alive[1][len(seen) - len(rows) :], flags, strict=True)]
+        assert list(added[1]) == [int(x) for x in now]
+    # An id that was never given out is refused.
+    for f in fronts:
+        with pytest.raises(ValueError, match="id -1: only"):
+            f.alive(np.array([-1], np.int64))
+
+
+def test_fronts_refuse_offsets_that_do_not_rise() -> None:
+    for f in (PyFront(), _cfront.CFront()):
+        two = np.array([0, 1, 2], np.int32)
+        zeros = np.zeros(2, np.int64)
+        f.add(two, b"ab", zeros, zeros, np.array([5, 6], np.int64), np.ones(2, np.uint8))
+        with pytest.raises(ValueError, match="record 0: offset 6 is not after the one before"):
+            f.add(two, b"ab", zeros, zeros, np.array([6, 7], np.int64), np.ones(2, np.uint8))
+
+
+def test_a_segment_whose_offsets_fall_leaves_as_it_is_from_there() -> None:
+    first = [record(o, key=b"a") for o in range(4)]
+    damaged = [record(2, key=b"a"), record(9, key=b"a")]
+    kept, folded = reduce([first, damaged], Ranking())
+    assert [r["offset"] for r in kept] == [3, 0, 2, 9] and folded == 2
+    for log_start in range(11):
+        assert winners(kept, CompactionStrategy.OFFSET, log_start) == winners(
+            first + damaged, CompactionStrategy.OFFSET, log_start
+        )
 
 
 def test_c_front_refuses_buffers_that_do_not_match() -> None:

@@ -3,10 +3,12 @@
  * can still win (see front.py for why that is exact under any log start).
  *
  * An open-addressing hash table of keys (copied into one arena), each slot with its stack of
- * (r1, r2, offset) entries: the first inline (the common case: one entry), the rest in a
+ * (r1, r2, offset, id) entries: the first inline (the common case: one entry), the rest in a
  * growable array. A record pops entries from the top of its key's stack while they rank no
  * higher than it ((r1, r2) <= its own: it is later, so the offset breaks a tie its way), then
- * joins. Stacks hold entries in offset order with strictly falling ranks.
+ * joins. Stacks hold entries in offset order with strictly falling ranks. Every record added
+ * gets the next id; a popped entry's id is marked dead, so whether a record is still on a front
+ * is one byte away, without its key.
  *
  * Buffers are checked before use: lengths against the record count, each key's offsets against
  * the key data. A record that is not a candidate is skipped without reading its key.
@@ -21,7 +23,7 @@
 #include <string.h>
 
 typedef struct {
-    int64_t r1, r2, offset;
+    int64_t r1, r2, offset, id;
 } Entry;
 
 typedef struct {
@@ -42,6 +44,9 @@ typedef struct {
     char *arena;
     size_t arena_len, arena_cap;
     size_t live;       /* entries on all stacks */
+    int64_t last;      /* the last offset added (records come in offset order) */
+    char *dead;        /* per id: popped from its front */
+    size_t ids, dead_cap;
     size_t more_bytes; /* bytes of the `more` arrays */
 } CFront;
 
@@ -143,13 +148,18 @@ store_key(CFront *self, Slot *s, const char *key, uint32_t len, uint64_t hash)
     return 0;
 }
 
+/* Push `e`, popping what it outranks: a popped entry's id is dead, and if it is one of this
+ * call's records (ids from `base`), its flag in `alive` is cleared. */
 static int
-push(CFront *self, Slot *s, Entry e)
+push(CFront *self, Slot *s, Entry e, int64_t base, char *alive)
 {
     while (s->count > 0) {
         Entry *top = entry_at(s, s->count - 1);
         if (top->r1 > e.r1 || (top->r1 == e.r1 && top->r2 > e.r2))
             break;
+        self->dead[top->id] = 1;
+        if (top->id >= base)
+            alive[top->id - base] = 0;
         s->count--;
         self->live--;
     }
@@ -217,12 +227,43 @@ front_add(CFront *self, PyObject *args)
     const Py_buffer *longs[3] = {&r1, &r2, &off};
     PyObject *result = NULL;
     Py_ssize_t n, i;
+    int64_t previous = INT64_MIN, base = (int64_t)self->ids;
+    char *alive;
 
     if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*:add", &ko, &kd, &r1, &r2, &off, &cand))
         return NULL;
     n = off.len / 8;
     if (check_lengths(n, &ko, &cand, longs, 3) < 0)
         goto done;
+    for (i = 0; i < n; i++) {
+        int64_t offset;
+        memcpy(&offset, (const char *)off.buf + 8 * i, 8);
+        if (offset <= previous || offset <= self->last) {
+            PyErr_Format(PyExc_ValueError, "record %zd: offset %lld is not after the one before",
+                         i, (long long)offset);
+            goto done;
+        }
+        previous = offset;
+    }
+    if (self->ids + (size_t)n > self->dead_cap) {
+        size_t cap = self->dead_cap ? self->dead_cap : 65536;
+        char *dead;
+        while (cap < self->ids + (size_t)n)
+            cap *= 2;
+        dead = realloc(self->dead, cap);
+        if (dead == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        self->dead = dead;
+        self->dead_cap = cap;
+    }
+    memset(self->dead + self->ids, 0, (size_t)n);
+    result = PyBytes_FromStringAndSize(NULL, n);
+    if (result == NULL)
+        goto done;
+    alive = PyBytes_AsString(result);
+    memcpy(alive, cand.buf, (size_t)n);
     for (i = 0; i < n; i++) {
         const char *key;
         uint32_t len;
@@ -232,20 +273,26 @@ front_add(CFront *self, PyObject *args)
         if (!((const unsigned char *)cand.buf)[i])
             continue;
         if (key_of(&ko, &kd, i, &key, &len) < 0)
-            goto done;
+            goto fail;
         if ((self->keys + 1) * 4 > (self->mask + 1) * 3 && grow_table(self) < 0)
-            goto done;
+            goto fail;
         hash = hash_key((const unsigned char *)key, len);
         s = find(self, key, len, hash);
         if (s->hash == 0 && store_key(self, s, key, len, hash) < 0)
-            goto done;
+            goto fail;
         memcpy(&e.r1, (const char *)r1.buf + 8 * i, 8);
         memcpy(&e.r2, (const char *)r2.buf + 8 * i, 8);
         memcpy(&e.offset, (const char *)off.buf + 8 * i, 8);
-        if (push(self, s, e) < 0)
-            goto done;
+        e.id = base + i;
+        if (push(self, s, e, base, alive) < 0)
+            goto fail;
     }
-    result = Py_NewRef(Py_None);
+    if (n > 0)
+        self->last = previous;
+    self->ids += (size_t)n;
+    goto done;
+fail:
+    Py_CLEAR(result);
 done:
     PyBuffer_Release(&ko);
     PyBuffer_Release(&kd);
@@ -259,47 +306,31 @@ done:
 static PyObject *
 front_alive(CFront *self, PyObject *args)
 {
-    Py_buffer ko, kd, off, cand;
-    const Py_buffer *longs[1] = {&off};
+    Py_buffer ids;
     PyObject *result = NULL;
     Py_ssize_t n, i;
     char *out;
 
-    if (!PyArg_ParseTuple(args, "y*y*y*y*:alive", &ko, &kd, &off, &cand))
+    if (!PyArg_ParseTuple(args, "y*:alive", &ids))
         return NULL;
-    n = off.len / 8;
-    if (check_lengths(n, &ko, &cand, longs, 1) < 0)
-        goto done;
+    n = ids.len / 8;
     result = PyBytes_FromStringAndSize(NULL, n);
     if (result == NULL)
         goto done;
     out = PyBytes_AsString(result);
-    memset(out, 0, (size_t)n);
-    for (i = 0; i < n && self->slots != NULL; i++) {
-        const char *key;
-        uint32_t len, k;
-        int64_t offset;
-        Slot *s;
-        if (!((const unsigned char *)cand.buf)[i])
-            continue;
-        if (key_of(&ko, &kd, i, &key, &len) < 0) {
+    for (i = 0; i < n; i++) {
+        int64_t id;
+        memcpy(&id, (const char *)ids.buf + 8 * i, 8);
+        if (id < 0 || (size_t)id >= self->ids) {
+            PyErr_Format(PyExc_ValueError, "id %lld: only %zu records were added",
+                         (long long)id, self->ids);
             Py_CLEAR(result);
             goto done;
         }
-        s = find(self, key, len, hash_key((const unsigned char *)key, len));
-        memcpy(&offset, (const char *)off.buf + 8 * i, 8);
-        for (k = s->count; k > 0; k--) {
-            if (entry_at(s, k - 1)->offset == offset) {
-                out[i] = 1;
-                break;
-            }
-        }
+        out[i] = !self->dead[id];
     }
 done:
-    PyBuffer_Release(&ko);
-    PyBuffer_Release(&kd);
-    PyBuffer_Release(&off);
-    PyBuffer_Release(&cand);
+    PyBuffer_Release(&ids);
     return result;
 }
 
@@ -310,7 +341,10 @@ front_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, ":CFront", kwlist))
         return NULL;
     allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
-    return alloc(type, 0); /* zeroed: no table yet */
+    CFront *self = (CFront *)alloc(type, 0); /* zeroed: no table yet */
+    if (self != NULL)
+        self->last = INT64_MIN;
+    return (PyObject *)self;
 }
 
 static void
@@ -325,6 +359,7 @@ front_dealloc(CFront *self)
     }
     free(self->slots);
     free(self->arena);
+    free(self->dead);
     release(self);
     Py_DECREF(type);
 }
@@ -340,16 +375,19 @@ front_nbytes(CFront *self, void *closure)
 {
     (void)closure;
     size_t table = self->slots ? (self->mask + 1) * sizeof(Slot) : 0;
-    return PyLong_FromSize_t(table + self->arena_cap + self->more_bytes);
+    return PyLong_FromSize_t(table + self->arena_cap + self->more_bytes + self->dead_cap);
 }
 
 static PyMethodDef front_methods[] = {
     {"add", (PyCFunction)front_add, METH_VARARGS,
      "add(key_offsets, key_data, r1, r2, offsets, candidate)\n--\n\n"
-     "Add the candidate records, which come after every record added before."},
+     "Add the candidate records, which come after every record added before (offsets rise); "
+     "return one byte per record, 1 where a candidate is on its key's front after them. "
+     "Records get ids in the order added, from 0."},
     {"alive", (PyCFunction)front_alive, METH_VARARGS,
-     "alive(key_offsets, key_data, offsets, candidate)\n--\n\n"
-     "One byte per record: 1 where a candidate is on its key's front now."},
+     "alive(ids)\n--\n\n"
+     "One byte per id (int64: the records added, counted from 0): 1 where that record, a "
+     "candidate, is on its key's front now."},
     {NULL, NULL, 0, NULL},
 };
 

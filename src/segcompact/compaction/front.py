@@ -28,8 +28,8 @@ from numpy.typing import NDArray
 
 from segcompact.format.columns import warn_pure
 
-# A front entry: (r1, r2, offset); a record's rank is that tuple.
-_Entry = tuple[int, int, int]
+# A front entry: (r1, r2, offset, id); a record's rank is the first three.
+_Entry = tuple[int, int, int, int]
 # Any contiguous buffer (the C twin reads them without copying).
 Bytes = bytes | memoryview | NDArray[Any]
 
@@ -43,18 +43,14 @@ class Front(Protocol):
         r2: Bytes,
         offsets: Bytes,
         candidate: Bytes,
-    ) -> None:
-        """Add the candidate records, which come after every record added before."""
+    ) -> bytes:
+        """Add the records (the candidates join their fronts), which come after every record
+        added before (offsets rise, else ValueError); one byte per record: 1 where a candidate
+        is on its key's front after them. Records get ids in the order added, from 0."""
         ...
 
-    def alive(
-        self,
-        key_offsets: Bytes,
-        key_data: Bytes,
-        offsets: Bytes,
-        candidate: Bytes,
-    ) -> bytes:
-        """One byte per record: 1 where a candidate is on its key's front now."""
+    def alive(self, ids: Bytes) -> bytes:
+        """One byte per id (int64): 1 where that record, a candidate, is on its front now."""
         ...
 
     def __len__(self) -> int:
@@ -72,8 +68,11 @@ class PyFront:
 
     def __init__(self) -> None:
         self._stacks: dict[bytes, list[_Entry]] = {}
+        self._dead: set[int] = set()
+        self._ids = 0
         self._live = 0
         self._key_bytes = 0
+        self._last: int | None = None
 
     def add(
         self,
@@ -83,35 +82,44 @@ class PyFront:
         r2: Bytes,
         offsets: Bytes,
         candidate: Bytes,
-    ) -> None:
+    ) -> bytes:
         data, bounds = bytes(key_data), np.frombuffer(key_offsets, np.int32)
-        r1, r2, offsets = (np.frombuffer(x, np.int64) for x in (r1, r2, offsets))
-        for i in np.flatnonzero(np.frombuffer(candidate, np.uint8)):
+        ranks = np.frombuffer(r1, np.int64), np.frombuffer(r2, np.int64)
+        at = np.frombuffer(offsets, np.int64)
+        flags = np.frombuffer(candidate, np.uint8)
+        before = [] if self._last is None else [self._last]
+        steps = np.diff(np.concatenate([before, at]).astype(np.int64))
+        if len(steps) and steps.min() <= 0:
+            bad = int(np.argmax(steps <= 0)) + 1 - len(before)
+            raise ValueError(f"record {bad}: offset {at[bad]} is not after the one before")
+        base = self._ids
+        alive = bytearray(flags.tobytes())
+        for i in np.flatnonzero(flags):
             key = data[bounds[i] : bounds[i + 1]]
             stack = self._stacks.get(key)
             if stack is None:
                 stack = self._stacks[key] = []
                 self._key_bytes += len(key)
-            rank = (int(r1[i]), int(r2[i]))
+            rank = (int(ranks[0][i]), int(ranks[1][i]))
             while stack and stack[-1][:2] <= rank:
-                stack.pop()
+                popped = stack.pop()[3]
+                self._dead.add(popped)
                 self._live -= 1
-            stack.append((*rank, int(offsets[i])))
+                if popped >= base:
+                    alive[popped - base] = 0
+            stack.append((*rank, int(at[i]), base + int(i)))
             self._live += 1
+        self._ids += len(at)
+        if len(at):
+            self._last = int(at[-1])
+        return bytes(alive)
 
-    def alive(
-        self,
-        key_offsets: Bytes,
-        key_data: Bytes,
-        offsets: Bytes,
-        candidate: Bytes,
-    ) -> bytes:
-        data, bounds = bytes(key_data), np.frombuffer(key_offsets, np.int32)
-        offsets = np.frombuffer(offsets, np.int64)
-        out = bytearray(len(offsets))
-        for i in np.flatnonzero(np.frombuffer(candidate, np.uint8)):
-            stack = self._stacks.get(data[bounds[i] : bounds[i + 1]], ())
-            out[i] = any(entry[2] == offsets[i] for entry in stack)
+    def alive(self, ids: Bytes) -> bytes:
+        out = bytearray()
+        for i in np.frombuffer(ids, np.int64):
+            if not 0 <= i < self._ids:
+                raise ValueError(f"id {i}: only {self._ids} records were added")
+            out.append(int(i) not in self._dead)
         return bytes(out)
 
     def __len__(self) -> int:
@@ -119,7 +127,7 @@ class PyFront:
 
     @property
     def nbytes(self) -> int:
-        return self._key_bytes + 64 * len(self._stacks) + 24 * self._live
+        return self._key_bytes + 64 * len(self._stacks) + 32 * self._live + 8 * len(self._dead)
 
 
 def front(pure: bool = False) -> Front:

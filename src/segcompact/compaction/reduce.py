@@ -12,10 +12,10 @@ builds its offset map: what leaves the task is what compaction can still use.
   unchanged; :attr:`SegmentReducer.folded` counts the candidates left out, which the summary row
   carries so the partition's record count is unchanged.
 
-Memory is bounded by ``budget_bytes``: the kept rows are filtered again as later records
-supersede them, and when the survivors alone exceed half the budget (a segment of mostly
-distinct keys) they are emitted and the front starts afresh; the merge reduces across those
-emissions as it does across tasks.
+Memory is bounded by ``budget_bytes`` (and a chunk): the kept rows are filtered again as later
+records supersede them (each time their bytes have doubled, up to the budget), and when the
+survivors alone exceed half the budget (a segment of mostly distinct keys) they are emitted and
+the front starts afresh; the merge reduces across those emissions as it does across tasks.
 """
 
 from __future__ import annotations
@@ -100,18 +100,36 @@ class SegmentReducer:
         self.budget_bytes = budget_bytes
         self.pure = pure
         self.folded = 0  # candidates left out
-        self._front: Front = front(pure)
-        self._held: list[pa.RecordBatch] = []
+        self._as_is = ranking.raw  # every record leaves as it is
+        self._last_offset: int | None = None
+        # Held rows are filtered again when their bytes pass this, which then doubles: each
+        # row is checked a bounded number of times on average.
+        self._refilter_at = budget_bytes // 4
+        self._start_front()
+
+    def _start_front(self) -> None:
+        self._front: Front = front(self.pure)
+        self._added = 0  # records given to the front: the next one's id
+        self._candidates = 0
+        # Candidates that were on a front when held, with their ids.
+        self._held: list[tuple[pa.RecordBatch, NDArray[np.int64]]] = []
         self._held_bytes = 0
-        self._candidates = 0  # candidates since the front started
-        self._earliest: pa.RecordBatch | None = None  # the earliest candidate since then
+        self._earliest: tuple[pa.RecordBatch, int] | None = None  # the earliest candidate
         self._earliest_ts = 0
 
     def add(self, chunk: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         """Take one decoded chunk; yield the rows that leave now (the raw ones)."""
-        if self.ranking.raw:
+        offsets = _int64(chunk.column("offset"))
+        if not self._as_is and not self._rising(offsets):
+            # A damaged log whose offsets do not rise: the front needs log order, so the rest
+            # of this segment leaves as it is (the merge still reduces it).
+            yield from self._flush()
+            self._as_is = True
+        if self._as_is:
             yield chunk
             return
+        if len(offsets):
+            self._last_offset = int(offsets[-1])
         r1, r2, bad = ranks(chunk, self.ranking)
         candidate = (
             ~_flag(chunk, "is_control")
@@ -123,58 +141,76 @@ class SegmentReducer:
             yield chunk.filter(pa.array(~candidate))
         if not candidate.any():
             return
-        flags = candidate.view(np.uint8)
         key_offsets, key_data, _ = binary_buffers(chunk.column("key"))
-        offsets = _int64(chunk.column("offset"))
-        self._front.add(key_offsets, key_data, r1, r2, offsets, flags)
+        base = self._added
+        alive = self._front.add(key_offsets, key_data, r1, r2, offsets, candidate.view(np.uint8))
+        self._added += chunk.num_rows
         self._candidates += int(np.count_nonzero(candidate))
-        self._track_earliest(chunk, candidate)
-        self._hold(chunk.filter(pa.array(self._alive(chunk, flags))))
-        if self._held_bytes > self.budget_bytes:
+        self._track_earliest(chunk, candidate, base)
+        keep = np.frombuffer(alive, np.bool_)
+        self._hold(chunk.filter(pa.array(keep)), base + np.flatnonzero(keep))
+        if self._held_bytes > self._refilter_at:
             self._refilter()
             if self._held_bytes > self.budget_bytes // 2:
                 yield from self._flush()
+            self._refilter_at = max(
+                self.budget_bytes // 4, min(2 * self._held_bytes, self.budget_bytes)
+            )
 
     def finish(self) -> Iterator[pa.RecordBatch]:
         """The rows still on a front, and the earliest candidate."""
-        self._refilter()
         yield from self._flush()
 
-    def _hold(self, rows: pa.RecordBatch) -> None:
+    def _rising(self, offsets: NDArray[np.int64]) -> bool:
+        if not len(offsets):
+            return True
+        after = self._last_offset is None or offsets[0] > self._last_offset
+        return bool(after and np.all(offsets[1:] > offsets[:-1]))
+
+    def _hold(self, rows: pa.RecordBatch, ids: NDArray[np.int64]) -> None:
         if rows.num_rows:
-            self._held.append(rows)
+            self._held.append((rows, ids))
             self._held_bytes += rows.nbytes
 
-    def _alive(
-        self, rows: pa.RecordBatch, flags: NDArray[np.uint8] | None = None
-    ) -> NDArray[np.bool_]:
-        if flags is None:
-            flags = np.ones(rows.num_rows, np.uint8)
-        key_offsets, key_data, _ = binary_buffers(rows.column("key"))
-        alive = self._front.alive(key_offsets, key_data, _int64(rows.column("offset")), flags)
-        return np.frombuffer(alive, np.uint8).astype(bool)
+    def _alive(self, ids: NDArray[np.int64]) -> NDArray[np.bool_]:
+        return np.frombuffer(self._front.alive(ids.astype(np.int64)), np.bool_)
 
     def _refilter(self) -> None:
-        held, self._held, self._held_bytes = self._held, [], 0
-        for rows in held:
-            self._hold(rows.filter(pa.array(self._alive(rows))))
+        """Drop the held rows that later records took off their fronts."""
+        if not self._held:
+            return
+        rows = pa.Table.from_batches([r for r, _ in self._held]).combine_chunks()
+        ids = np.concatenate([i for _, i in self._held])
+        keep = self._alive(ids)
+        kept, at = ids[keep], 0
+        self._held, self._held_bytes = [], 0
+        for batch in rows.filter(pa.array(keep)).to_batches():
+            self._hold(batch, kept[at : at + batch.num_rows])
+            at += batch.num_rows
 
     def _flush(self) -> Iterator[pa.RecordBatch]:
-        emitted = sum(rows.num_rows for rows in self._held)
-        yield from self._held
-        earliest = self._earliest
-        if earliest is not None and not self._alive(earliest)[0]:
-            emitted += 1
-            yield earliest
+        """Emit what is on the fronts (and the earliest candidate); start a new front."""
+        self._refilter()
+        emitted = 0
+        for rows, _ in self._held:
+            emitted += rows.num_rows
+            yield rows
+        if self._earliest is not None:
+            row, earliest_id = self._earliest
+            if not self._alive(np.array([earliest_id]))[0]:
+                emitted += 1
+                yield row
         self.folded += self._candidates - emitted
-        self._front = front(self.pure)
-        self._held, self._held_bytes, self._candidates, self._earliest = [], 0, 0, None
+        self._start_front()
 
-    def _track_earliest(self, chunk: pa.RecordBatch, candidate: NDArray[np.bool_]) -> None:
+    def _track_earliest(
+        self, chunk: pa.RecordBatch, candidate: NDArray[np.bool_], base: int
+    ) -> None:
         ts = np.where(candidate, _int64(chunk.column("timestamp")), np.iinfo(np.int64).max)
         i = int(np.argmin(ts))
         if self._earliest is None or ts[i] < self._earliest_ts:
-            self._earliest, self._earliest_ts = chunk.slice(i, 1), int(ts[i])
+            # A copy: a slice would keep the whole chunk's buffers alive.
+            self._earliest, self._earliest_ts = (chunk.take(pa.array([i])), base + i), int(ts[i])
 
 
 def ranks(
