@@ -106,6 +106,7 @@ class BatchMerger:
         """
         now = self.clock.now_ms()
         starts = self._log_starts()
+        known = self._known_partitions()
         reduced = self._reduce(batch, starts).persist()
         txn: Transactions | None = None
         try:
@@ -130,14 +131,16 @@ class BatchMerger:
             if direct:
                 if committed is not None:
                     winners = winners.unionByName(committed.where(F.col("topic").isin(direct)))
+                pairs = [(r["topic"], r["partition"]) for r in stats if r["topic"] in direct]
                 self._merge_state(
                     winners,
                     topics,
                     now,
-                    [(r["topic"], r["partition"]) for r in stats if r["topic"] in direct],
+                    pairs,
                     state_write=(f"{self.app_id}-state", batch_id),
                     ledger_write=(f"{self.app_id}-ledger", batch_id),
                     one_per_key=committed is None,  # the reduction's winners, cached
+                    fresh=[tp for tp in pairs if tp not in known],
                 )
             if held:
                 young = self._classify(
@@ -182,6 +185,13 @@ class BatchMerger:
 
     def _merge_partitions(self, stats: list[dict[str, Any]], now: int, erased: list[str]) -> None:
         merge_batch_stats(self.spark, self.tables.partitions, stats, now, erased)
+
+    def _known_partitions(self) -> set[tuple[str, int]]:
+        """The partitions the partitions table holds: the state holds rows of no other (a
+        batch writes the state first, and a replayed batch skips what it wrote)."""
+        rows = self.tables.partitions.arrow(self.spark, columns=["topic", "partition"])
+        topics, partitions = rows.column("topic").to_pylist(), rows.column("partition").to_pylist()
+        return set(zip(topics, partitions, strict=True))
 
     def _log_starts(self) -> DataFrame:
         return self.tables.partitions.read(self.spark).select(
@@ -329,6 +339,7 @@ class BatchMerger:
         state_write: tuple[str, int] | None,
         ledger_write: tuple[str, int] | None,
         one_per_key: bool = False,
+        fresh: Collection[tuple[str, int]] = (),
     ) -> None:
         """Merge keyed, classified records of ``partitions`` into the state: per key, the
         winner under its topic's strategy (``one_per_key``: the records are winners already),
@@ -336,7 +347,9 @@ class BatchMerger:
         merging graduated records twice changes nothing). Only the target files of
         ``partitions`` are read. The tombstones of topics with a deletion SLA get a ledger row
         each, written once: under the pair ``ledger_write`` for a batch, whose records were seen
-        now; None for graduated ones (``ledger.record_deletes``)."""
+        now; None for graduated ones (``ledger.record_deletes``). The winners of ``fresh``
+        partitions, which the state holds no row of, are appended (with ``state_write``): a
+        MERGE into nothing costs a join for no match."""
         topic = F.col("topic")
         best = records.withColumn("rank", rank_by_topic(topic, topics))
         if not one_per_key:
@@ -365,23 +378,38 @@ class BatchMerger:
             timestamp(now).alias("cleaned_at"),
             "rank",
         )
+        merged, appended = source, [tp for tp in partitions if tp in fresh]
+        if appended and state_write is not None:
+            app_id, version = state_write
+            with timed(log, "state append"):
+                self.tables.state.append(
+                    # One file per partition, as a MERGE writes it.
+                    source.where(of_partitions(appended))
+                    .select(*STATE_SCHEMA.fieldNames())
+                    .repartition("topic", "partition"),
+                    app_id=f"{app_id}-new",
+                    version=version,
+                )
+            partitions = [tp for tp in partitions if tp not in fresh]
+            merged = source.where(~of_partitions(appended))
         target_rank = rank_by_topic(F.col("s.topic"), topics, table="t.")
         values: dict[str, str | Column] = {c.name: F.col(f"s.{c.name}") for c in STATE_SCHEMA}
-        with timed(log, "state MERGE"), idempotent_writes(self.spark, state_write):
-            (
-                self.tables.state.delta(self.spark)
-                .alias("t")
-                .merge(
-                    source.alias("s"),
-                    of_partitions(partitions, "t.")
-                    & (F.col("t.topic") == F.col("s.topic"))
-                    & (F.col("t.partition") == F.col("s.partition"))
-                    & (F.col("t.key") == F.col("s.key")),
+        if partitions:
+            with timed(log, "state MERGE"), idempotent_writes(self.spark, state_write):
+                (
+                    self.tables.state.delta(self.spark)
+                    .alias("t")
+                    .merge(
+                        merged.alias("s"),
+                        of_partitions(partitions, "t.")
+                        & (F.col("t.topic") == F.col("s.topic"))
+                        & (F.col("t.partition") == F.col("s.partition"))
+                        & (F.col("t.key") == F.col("s.key")),
+                    )
+                    .whenMatchedUpdate(condition=F.col("s.rank") > target_rank, set=values)
+                    .whenNotMatchedInsert(values=values)
+                    .execute()
                 )
-                .whenMatchedUpdate(condition=F.col("s.rank") > target_rank, set=values)
-                .whenNotMatchedInsert(values=values)
-                .execute()
-            )
         erased = sla_topics(topics)
         if not erased:
             return
