@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: setup demo test lint bench soak golden clean java chromium minio crds bundle-schema
+.PHONY: setup demo test lint bench bench-cleaner soak golden clean java chromium minio crds bundle-schema
 
 setup: java $(BIN)/.installed $(DELTA_JARS) $(S3_JARS)
 
@@ -85,6 +85,12 @@ test: setup chromium $(KAFKA_JARS) $(MINIO) crds
 
 bench: setup
 	$(BIN)/python -m tests.benchmarks.decode --size-mib 256
+
+# Kafka's own log cleaner (a real broker, one cleaner thread) beside `segcompact run --once`, on
+# the same broker-written log: MB per CPU second of each, and a check that both kept the same.
+bench-cleaner: setup $(KAFKA_JARS)
+	$(BIN)/python -m tests.benchmarks.cleaner --size-mib 256 --partitions 2 \
+	  --keys-per-partition 200000 --tombstones 0.1
 
 # No test can wait out a deletion SLA on the real clock: this soaks the continuous job against it.
 soak: setup

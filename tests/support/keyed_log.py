@@ -64,7 +64,7 @@ def key_bytes(k: int) -> bytes:
     return b"customer-%09d" % k
 
 
-def _value(rng: random.Random, k: int) -> bytes:
+def value_bytes(rng: random.Random, k: int) -> bytes:
     extra = ",".join(f'"tag-{rng.randrange(1000):03d}"' for _ in range(rng.randrange(0, 4)))
     return (
         f'{{"customer":"customer-{k:09d}","event":"{rng.choice(_EVENTS)}",'
@@ -145,7 +145,7 @@ def _write_partition(
             i += 1
             batch_keys.append(k)
             key = key_bytes(k)
-            value = None if rng.random() < TOMBSTONE_RATE else _value(rng, k)
+            value = None if rng.random() < TOMBSTONE_RATE else value_bytes(rng, k)
             headers: tuple[tuple[str, bytes | None], ...] = ()
             if rng.random() < HEADER_RATE:
                 headers = (("trace-id", b"%032x" % rng.getrandbits(128)),)
