@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: setup demo test lint bench bench-cleaner soak golden clean java chromium minio crds bundle-schema
+.PHONY: setup demo test lint bench bench-cleaner bench-fixed-cost soak golden clean java chromium minio crds bundle-schema
 
 setup: java $(BIN)/.installed $(DELTA_JARS) $(S3_JARS)
 
@@ -91,6 +91,11 @@ bench: setup
 bench-cleaner: setup $(KAFKA_JARS)
 	$(BIN)/python -m tests.benchmarks.cleaner --size-mib 256 --partitions 2 \
 	  --keys-per-partition 200000 --tombstones 0.1
+
+# What segcompact spends with nothing to compact: run --once on an empty source (fresh tables,
+# then a restart) and two minutes of the idle continuous job (CPU from /proc: a quiet machine).
+bench-fixed-cost: setup
+	$(BIN)/python -m tests.benchmarks.fixed_cost --idle-s 120
 
 # No test can wait out a deletion SLA on the real clock: this soaks the continuous job against it.
 soak: setup

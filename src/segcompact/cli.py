@@ -62,22 +62,23 @@ def _session(config: CompactorConfig) -> SparkSession:
 
 def _run(args: argparse.Namespace) -> int:
     config = _load(args.config, writes=True)
-    from segcompact.spark.job import Compactor, GracefulStop
-
-    compactor = Compactor(_session(config), config)
-    if args.once:
-        compactor.run_once(on_batch=_progress())
-        return 0
     import logging
 
+    from segcompact.spark.job import Compactor, GracefulStop
+
     # segcompact's own progress lines only: py4j's logger (which reports a refused batch with
-    # a traceback) keeps its silence.
+    # a traceback) keeps its silence. A run --once is quiet but for its progress bar.
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("segcompact: %(name)s: %(message)s"))
     logger = logging.getLogger("segcompact")
     logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    quiet = logging.WARNING if args.once else logging.INFO
+    logger.setLevel(logging.DEBUG if args.verbose else quiet)
     logger.propagate = False
+    compactor = Compactor(_session(config), config)
+    if args.once:
+        compactor.run_once(on_batch=_progress())
+        return 0
     stop = GracefulStop()
     stop.install()
     query = compactor.start(once=False)

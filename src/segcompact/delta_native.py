@@ -33,6 +33,15 @@ def open_table(location: str, storage_options: dict[str, str] | None = None) -> 
     return DeltaTable(location, storage_options=storage_options or None)
 
 
+def schema_json(location: str, storage_options: dict[str, str] | None = None) -> str | None:
+    """The schema of the table at ``location`` in Delta's JSON (Spark's ``StructType`` JSON);
+    None when there is no table there or delta-rs cannot read its log."""
+    try:
+        return str(open_table(location, storage_options).schema().to_json())
+    except DeltaError:  # TableNotFoundError among them
+        return None
+
+
 def commit_times(table: DeltaTable, since: int) -> dict[int, int]:
     """Each commit's time (epoch ms, as its commit info has it) from version ``since`` on."""
     newest = table.version()
@@ -59,6 +68,15 @@ def read(
     return dataset.to_table(
         columns=None if columns is None else list(columns), filter=where, use_threads=False
     )
+
+
+def file_count(table: DeltaTable) -> int | None:
+    """How many data files the table's snapshot holds; None when delta-rs cannot read its
+    log."""
+    try:
+        return int(pa.table(table.get_add_actions(flatten=True)).num_rows)
+    except DeltaError:
+        return None
 
 
 def smallest(table: DeltaTable, column: str) -> Any:
@@ -95,4 +113,14 @@ def vacuum(table: DeltaTable) -> bool:
     return True
 
 
-__all__ = ["DeltaTable", "commit_times", "local_path", "open_table", "read", "smallest", "vacuum"]
+__all__ = [
+    "DeltaTable",
+    "commit_times",
+    "file_count",
+    "local_path",
+    "open_table",
+    "read",
+    "schema_json",
+    "smallest",
+    "vacuum",
+]

@@ -408,14 +408,15 @@ def segcompact_config(
     return path
 
 
-def run_once(config: Path, work: Path, spark_conf_dir: Path) -> dict[str, Any]:
-    """``segcompact run --once`` under :func:`reap`: its figures."""
+def run_once(config: Path, work: Path, spark_conf_dir: Path, *extra: str) -> dict[str, Any]:
+    """``segcompact run --once [extra...]`` under :func:`reap`: its figures."""
     figures = work / "figures.json"
     env = cli_env(spark_conf_dir)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    command = [*CLI, "run", "--once", "--config", config, *extra]
     with open(work / "stdout.txt", "wb") as out, open(work / "stderr.txt", "wb") as err:
         subprocess.run(
-            [sys.executable, "-c", _REAP, figures, *CLI, "run", "--once", "--config", config],
+            [sys.executable, "-c", _REAP, figures, *command],
             cwd=work,
             env=env,
             stdin=subprocess.DEVNULL,

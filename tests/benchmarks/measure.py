@@ -41,6 +41,17 @@ def tree_cpu_seconds() -> float | None:
     return total
 
 
+def busy_cpu_seconds() -> float | None:
+    """CPU seconds the whole machine has been busy (``/proc/stat``), or None."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 class Stopwatch:
     """Wall and CPU seconds (process tree) and load average over a ``with`` block."""
 

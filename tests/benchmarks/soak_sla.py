@@ -67,7 +67,7 @@ from segcompact.errors import SegcompactError
 from segcompact.format.batch import build_batch
 from segcompact.format.record import Record
 from segcompact.samples import SampleSegment
-from tests.benchmarks.measure import tree_cpu_seconds
+from tests.benchmarks.measure import busy_cpu_seconds, tree_cpu_seconds
 from tests.e2e.harness import Background, Checkpoint, run_cli, wait_for
 from tests.support.config import write_config
 
@@ -213,17 +213,6 @@ def figures(report: dict[str, Any], sla_ms: int) -> dict[str, Any]:
         "breaches": breaches,
         "breaches_by_stage": dict(Counter(b["breach_stage"] for b in breaches)),
     }
-
-
-def busy_cpu_seconds() -> float | None:
-    """CPU seconds the whole machine has been busy (``/proc/stat``), or None."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(x) for x in f.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return None
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def micro_batches(checkpoint: Checkpoint) -> dict[str, Any]:

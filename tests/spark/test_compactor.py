@@ -19,6 +19,7 @@ from segcompact.spark.job import Compactor
 from segcompact.spark.tables import Table
 from segcompact.storage import LocalInputFile
 from tests.support import config as support_config
+from tests.support.spark import jobs_started
 
 pytestmark = pytest.mark.spark
 
@@ -182,7 +183,7 @@ def test_same_segment_twice_changes_nothing(spark: SparkSession, tmp_path: Path)
     assert state_rows(spark, s.config) == before
 
 
-def test_a_steady_batch_makes_two_delta_commits_and_reads_only_its_partition(
+def test_a_steady_batch_makes_two_delta_commits_and_an_idle_run_no_spark_job(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     s = Scenario(spark, tmp_path)
@@ -209,6 +210,13 @@ def test_a_steady_batch_makes_two_delta_commits_and_reads_only_its_partition(
     assert int(metrics["numTargetFilesRemoved"]) == 1 and 0 < rewritten <= in_partition
     layout = spark.sql(f"DESCRIBE DETAIL delta.`{s.config.state.table}`").first()
     assert layout is not None and layout.partitionColumns == ["topic", "partition"]
+
+    # A restart with no new segment and nothing due: no Spark job, no Delta commit.
+    versions = {name: t.version(spark) for name, t in tables.items()}
+    jobs = jobs_started(spark)
+    Compactor(spark, s.config, s.clock).run_once()
+    assert jobs_started(spark) == jobs
+    assert {name: t.version(spark) for name, t in tables.items()} == versions
 
 
 def test_graduation_cut_short_after_its_merge_is_finished_by_the_next(

@@ -54,7 +54,8 @@ class Compactor:
         # Checked before anything starts: a topic with an SLA needs the ledger's secret.
         secret = ledger_secret() if smallest_sla_ms(config) is not None else None
         self.tables = Tables.of(config)
-        self.tables.ensure(spark)
+        with timed(log, "tables"):
+            self.tables.ensure(spark)
         self.merger = BatchMerger(spark, self.tables, config, self.clock, secret=secret)
         self.materializer = Materializer(spark, config, self.tables, self.clock)
         self.eraser = Eraser(spark, config, self.tables, self.materializer, self.clock)
@@ -182,8 +183,9 @@ class Compactor:
 
     def run_once(self, on_batch: Callable[[int], None] | None = None) -> None:
         """Process everything available, then the upkeep that is due; return when done."""
-        query = self.start(once=True, on_batch=on_batch)
-        _finish(query)
+        with timed(log, "query"):
+            query = self.start(once=True, on_batch=on_batch)
+            _finish(query)
         self.upkeep()
 
 

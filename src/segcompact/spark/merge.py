@@ -104,6 +104,8 @@ class BatchMerger:
         sums), which is cached and is small. Lagged topics' young rows, and transactional
         records when there are any, take one more pass each.
         """
+        if batch.rdd.getNumPartitions() == 0:
+            return  # no segment: a new checkpoint's first batch (Spark runs it on nothing)
         now = self.clock.now_ms()
         starts = self._log_starts()
         known = self._known_partitions()
@@ -242,11 +244,11 @@ class BatchMerger:
         """Compact the young records that may be compacted now: per partition, those below the
         first segment that holds a record younger than ``min.compaction.lag.ms`` (Kafka's first
         uncleanable offset, ``compaction.rules.first_uncleanable_offset``)."""
-        held = self.tables.young.read(self.spark)
         if self._young_may_hold is None:
-            self._young_may_hold = not held.isEmpty()
+            self._young_may_hold = self.tables.young.may_hold_rows(self.spark)
         if not self._young_may_hold:
             return
+        held = self.tables.young.read(self.spark)
         names = [r.topic for r in held.select("topic").distinct().collect()]
         if not names:
             return

@@ -16,6 +16,7 @@ object-store settings the job's locations need), and keeps the rest as it was st
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Mapping
@@ -26,9 +27,12 @@ from pyspark.sql import SparkSession
 
 from segcompact.errors import SegcompactError
 from segcompact.storage import Storage
+from segcompact.timing import timed
 
 if TYPE_CHECKING:
     from segcompact.config import CompactorConfig
+
+log = logging.getLogger(__name__)
 
 JARS_DIR_ENV = "SEGCOMPACT_JARS_DIR"
 _JARS_SUBDIR = Path(".jars", "delta")
@@ -98,7 +102,8 @@ def get_spark(
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    with timed(log, "Spark session"):
+        return builder.getOrCreate()
 
 
 def config_settings(config: CompactorConfig) -> dict[str, str]:

@@ -6,6 +6,7 @@ and other catalogs, by a catalog name such as ``main.segcompact.state``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -170,31 +171,31 @@ class Table:
     def is_path(self) -> bool:
         return not is_table_name(self.name)
 
-    def ensure(
-        self, spark: SparkSession, properties: Mapping[str, str] | None = None
-    ) -> DeltaTable:
+    def ensure(self, spark: SparkSession, properties: Mapping[str, str] | None = None) -> None:
         """The table, created empty with its schema if it does not exist yet, with
         ``properties`` set. An existing table must have the schema's columns and types; nullable
-        columns added by a later segcompact are added to it."""
-        builder = DeltaTable.createIfNotExists(spark).addColumns(self.schema)
-        if self.partition_by:
-            builder = builder.partitionedBy(*self.partition_by)
-        if self.is_path:
-            builder = builder.location(qualify(spark, self.name))
-        else:
-            builder = builder.tableName(self.name)
-        table = builder.execute()
-        have = {f.name: f.dataType for f in table.toDF().schema}
-        added = [f for f in self.schema if f.name not in have and f.nullable]
+        columns added by a later segcompact are added to it. An existing table on a file system
+        delta-rs reads is checked without a Spark job."""
+        have = self._existing_schema(spark)
+        if have is None:
+            builder = DeltaTable.createIfNotExists(spark).addColumns(self.schema)
+            if self.partition_by:
+                builder = builder.partitionedBy(*self.partition_by)
+            if self.is_path:
+                builder = builder.location(qualify(spark, self.name))
+            else:
+                builder = builder.tableName(self.name)
+            have = builder.execute().toDF().schema
+        types = {f.name: f.dataType for f in have}
+        added = [f for f in self.schema if f.name not in types and f.nullable]
         if added:
             columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in added)
             spark.sql(f"ALTER TABLE {self.sql_name(spark)} ADD COLUMNS ({columns})")
-            table = self.delta(spark)
-            have.update({f.name: f.dataType for f in added})
+            types.update({f.name: f.dataType for f in added})
         wrong = [
             f"{f.name} {f.dataType.simpleString()}"
             for f in self.schema
-            if have.get(f.name) != f.dataType
+            if types.get(f.name) != f.dataType
         ]
         if wrong:
             raise ConfigError(
@@ -204,7 +205,13 @@ class Table:
             )
         if properties:
             self._set_properties(spark, properties)
-        return table
+
+    def _existing_schema(self, spark: SparkSession) -> T.StructType | None:
+        """The schema of the table as delta-rs reads it; None when there is none yet or
+        delta-rs cannot read it (Spark then creates or reads it)."""
+        where = self._native_location(spark)
+        text = None if where is None else delta_native.schema_json(*where)
+        return None if text is None else T.StructType.fromJson(json.loads(text))
 
     def _set_properties(self, spark: SparkSession, properties: Mapping[str, str]) -> None:
         current = self.properties(spark)
@@ -221,14 +228,18 @@ class Table:
     def native(self, spark: SparkSession) -> delta_native.DeltaTable | None:
         """The table through delta-rs, for reading, when it is a path on a file system delta-rs
         is given (local, S3); else None (a catalog name, another store: Spark reads it)."""
+        where = self._native_location(spark)
+        return None if where is None else delta_native.open_table(*where)
+
+    def _native_location(self, spark: SparkSession) -> tuple[str, dict[str, str]] | None:
+        """Where and how delta-rs opens the table; None when it cannot."""
         if not self.is_path:
             return None
         location = qualify(spark, self.name)
         options = self.storage.delta_options(location)
         if options is None:
             return None
-        path = delta_native.local_path(location)
-        return delta_native.open_table(path or location, options)
+        return delta_native.local_path(location) or location, options
 
     def version(self, spark: SparkSession) -> int:
         """The table's newest version."""
@@ -258,6 +269,15 @@ class Table:
             .collect()
         )
         return {int(r[0]): int(r[1]) for r in rows}
+
+    def may_hold_rows(self, spark: SparkSession) -> bool:
+        """False only when the table has no data file (read by delta-rs where it can, else
+        by a Spark job)."""
+        native = self.native(spark)
+        files = None if native is None else delta_native.file_count(native)
+        if files is not None:
+            return files > 0
+        return not self.read(spark).isEmpty()
 
     def may_hold_until(self, spark: SparkSession, column: str, ms: int) -> bool:
         """Whether a live row's timestamp ``column`` may be at or before ``ms``: False only

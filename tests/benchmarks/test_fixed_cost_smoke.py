@@ -1,0 +1,32 @@
+"""The fixed-cost benchmark runs with a short idle window: every figure is there, and the idle
+job runs no micro-batch on an empty source; timings are not checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.benchmarks import fixed_cost
+from tests.support.spark import JVM_OPTIONS
+
+pytestmark = [pytest.mark.benchmark, pytest.mark.spark]
+
+
+def test_fixed_cost_benchmark_smoke(tmp_path: Path) -> None:
+    # The test session's JIT settings for the CLI's JVMs: a faster start, same work.
+    spark_conf = tmp_path / "spark-conf"
+    spark_conf.mkdir()
+    (spark_conf / "spark-defaults.conf").write_text(
+        f"spark.driver.extraJavaOptions {JVM_OPTIONS}\n"
+    )
+    args = ["--idle-s", "3", "--settle-s", "0", "--spark-conf-dir", str(spark_conf)]
+    out = fixed_cost.main([*args, "--workdir", str(tmp_path)])
+    for name in ("fresh", "restart"):
+        run = out[name]
+        assert run["exit_code"] == 0 and run["stragglers_killed"] == 0, name
+        assert run["cpu_s"] > 0 and run["wall_s"] > 0, name
+        assert {"Spark session", "tables", "query"} <= set(run["steps"]), (name, run["steps"])
+    idle = out["idle"]
+    assert idle["window_s"] >= 3 and idle["cpu_s"] >= 0
+    assert idle["batches"] == 0  # an empty source: no micro-batch, nothing merged
