@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: setup demo test lint bench bench-cleaner bench-fixed-cost soak golden clean java chromium minio crds bundle-schema
+.PHONY: setup demo test lint bench bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory soak golden clean java chromium minio crds bundle-schema
 
 setup: java $(BIN)/.installed $(DELTA_JARS) $(S3_JARS)
 
@@ -96,6 +96,19 @@ bench-cleaner: setup $(KAFKA_JARS)
 # then a restart) and two minutes of the idle continuous job (CPU from /proc: a quiet machine).
 bench-fixed-cost: setup
 	$(BIN)/python -m tests.benchmarks.fixed_cost --idle-s 120
+
+# One-segment micro-batches on a state of 1 M and of 10 M keys, per table layout (partitioned,
+# deletion vectors, liquid clustering): per-batch time and Delta's MERGE metrics.
+bench-steady: setup
+	$(BIN)/python -m tests.benchmarks.steady
+
+# The continuous job as users run it: seconds from a segment's roll to its commit, p50 and p99.
+bench-latency: setup
+	$(BIN)/python -m tests.benchmarks.latency
+
+# One 1 GiB segment through run --once: the peak RSS of the driver, the JVM and each Python worker.
+bench-memory: setup
+	$(BIN)/python -m tests.benchmarks.memory
 
 # No test can wait out a deletion SLA on the real clock: this soaks the continuous job against it.
 soak: setup

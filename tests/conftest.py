@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
@@ -20,3 +21,15 @@ def spark() -> Iterator[SparkSession]:
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_conf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ``SPARK_CONF_DIR`` giving CLI subprocesses the JIT settings of the test session.
+
+    A user's way to tune the driver JVM that ``segcompact`` starts; here it only makes the
+    short-lived test JVMs start faster (same work).
+    """
+    folder = tmp_path_factory.mktemp("spark-conf")
+    (folder / "spark-defaults.conf").write_text(f"spark.driver.extraJavaOptions {JVM_OPTIONS}\n")
+    return folder

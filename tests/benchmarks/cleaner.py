@@ -43,16 +43,11 @@ failure in the smoke test; nothing here asserts a time.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import random
 import re
-import resource
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -61,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from segcompact.format.segment import base_offset_of
-from tests.e2e.harness import CLI, RUN_TIMEOUT_S, cli_env
+from tests.benchmarks.measure import run_once
 from tests.interop.compacted import (
     Rec,
     alter_topic_config,
@@ -71,7 +66,7 @@ from tests.interop.compacted import (
     segment_logs,
 )
 from tests.support.config import write_config
-from tests.support.jvm import REPO_ROOT, kafka_version
+from tests.support.jvm import kafka_version
 from tests.support.kafka_broker import KafkaBroker
 from tests.support.keyed_log import MiB, key_bytes, value_bytes
 from tests.support.producing import TIMEOUT_S, PartitionProducer
@@ -332,67 +327,6 @@ def run_kafka(args: argparse.Namespace, work: Path, segment_bytes: int) -> Kafka
 
 # --- segcompact's command line ---------------------------------------------------------------
 
-PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
-STRAGGLERS_TIMEOUT_S = 120  # after the command exits, for what it left running
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                with open(f"{entry.path}/stat") as f:
-                    text = f.read()
-            except OSError:
-                continue
-            if int(text[text.rindex(")") + 2 :].split()[1]) == pid:
-                out.append(int(entry.name))
-    return out
-
-
-def reap(argv: Sequence[str]) -> int:
-    """Run ``argv[1:]`` and wait for it and for every process it leaves behind; write its wall
-    time and the CPU time of all of them to the JSON file ``argv[0]``; return its exit code.
-
-    This process is a child subreaper: a descendant whose parent exits without waiting for it
-    (segcompact's Spark JVM, whose Python driver does not wait) is reparented here instead of
-    to init, and reaped, so its CPU time is in this process's ``RUSAGE_CHILDREN``."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
-    began = time.perf_counter()
-    code = subprocess.call(argv[1:])
-    exited = time.perf_counter()
-    deadline, killed = exited + STRAGGLERS_TIMEOUT_S, 0
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break  # none left
-        if pid:
-            continue
-        if time.perf_counter() > deadline:
-            for child in _children(os.getpid()):
-                os.kill(child, signal.SIGKILL)
-                killed += 1
-            deadline = float("inf")
-        time.sleep(0.02)
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    figures = {
-        "exit_code": code,
-        "wall_s": exited - began,  # until the command exits: what its user waits for
-        "tree_wall_s": time.perf_counter() - began,  # until the last process it started
-        "cpu_s": usage.ru_utime + usage.ru_stime,
-        "user_cpu_s": usage.ru_utime,
-        "max_rss_mib": usage.ru_maxrss / 1024,
-        "stragglers_killed": killed,
-    }
-    Path(argv[0]).write_text(json.dumps(figures), encoding="utf-8")
-    return code
-
-
-_REAP = "import sys; from tests.benchmarks.cleaner import reap; sys.exit(reap(sys.argv[1:]))"
-
 
 def segcompact_config(
     work: Path, source: Path, segment_bytes: int, spark: dict[str, str] | None
@@ -406,30 +340,6 @@ def segcompact_config(
                 + "".join(f"{json.dumps(k)} = {json.dumps(v)}\n" for k, v in spark.items())
             )
     return path
-
-
-def run_once(config: Path, work: Path, spark_conf_dir: Path, *extra: str) -> dict[str, Any]:
-    """``segcompact run --once [extra...]`` under :func:`reap`: its figures."""
-    figures = work / "figures.json"
-    env = cli_env(spark_conf_dir)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
-    command = [*CLI, "run", "--once", "--config", config, *extra]
-    with open(work / "stdout.txt", "wb") as out, open(work / "stderr.txt", "wb") as err:
-        subprocess.run(
-            [sys.executable, "-c", _REAP, figures, *command],
-            cwd=work,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            timeout=RUN_TIMEOUT_S,
-            check=False,
-        )
-    if not figures.exists() or json.loads(figures.read_text())["exit_code"] != 0:
-        stderr = (work / "stderr.txt").read_text(errors="replace")
-        raise AssertionError(f"segcompact run --once failed in {work}:\n{stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(figures.read_text())
-    return result
 
 
 def run_segcompact(

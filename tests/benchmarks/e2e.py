@@ -48,14 +48,13 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.streaming import StreamingQueryListener
 
 from segcompact.config import CompactorConfig, load_config
 from segcompact.spark.job import Compactor
 from segcompact.spark.session import get_spark
 from segcompact.spark.source import NAME, register
 from tests.benchmarks import plain
-from tests.benchmarks.measure import Phases, Result, Stopwatch
+from tests.benchmarks.measure import Phases, QueryProgress, Result, Stopwatch
 from tests.support.config import write_config
 from tests.support.keyed_log import Log, MiB, generate, log_files
 
@@ -94,29 +93,6 @@ def segcompact_config(log: Log, run_dir: Path) -> CompactorConfig:
     return load_config(write_config(run_dir / "segcompact", [log.root], rolled_only=False))
 
 
-class _Progress(StreamingQueryListener):
-    """Keeps each micro-batch's ``durationMs`` as the query reports it."""
-
-    def __init__(self) -> None:
-        self.durations: list[dict[str, int]] = []
-        self.rows = 0
-        self.done = threading.Event()
-
-    def onQueryStarted(self, event: Any) -> None:
-        pass
-
-    def onQueryProgress(self, event: Any) -> None:
-        progress = event.progress
-        self.durations.append(dict(progress.durationMs))
-        self.rows += progress.numInputRows
-
-    def onQueryIdle(self, event: Any) -> None:
-        pass
-
-    def onQueryTerminated(self, event: Any) -> None:
-        self.done.set()
-
-
 SETUP = "setup (create the tables)"
 MERGE_PARTS = (
     "decode, reduce per key, partition stats",
@@ -143,7 +119,7 @@ def _profiled(compactor: Compactor, phases: Phases) -> None:
     phases.wrap(compactor, "upkeep", "upkeep")
 
 
-def _breakdown(phases: Phases, progress: _Progress, seconds: float) -> dict[str, float]:
+def _breakdown(phases: Phases, progress: QueryProgress, seconds: float) -> dict[str, float]:
     """Where segcompact's ``seconds`` went; the upkeep after the query is its own line."""
     upkeep_start = min((start for start, _ in phases.calls["upkeep"]), default=float("inf"))
 
@@ -178,7 +154,7 @@ def _breakdown(phases: Phases, progress: _Progress, seconds: float) -> dict[str,
 def run_segcompact(spark: SparkSession, log: Log, run_dir: Path) -> Result:
     config = segcompact_config(log, run_dir)
     phases = Phases()
-    progress = _Progress()
+    progress = QueryProgress()
 
     def compact() -> Path:
         began = time.perf_counter()

@@ -3,7 +3,7 @@
     python -m tests.benchmarks.fixed_cost [--idle-s 120] [--workdir D] [--json F]
 
 1. ``segcompact run --once --verbose`` on an empty source directory, fresh tables, as a new user
-   runs it, under :func:`tests.benchmarks.cleaner.reap` (the Spark JVM, which outlives the
+   runs it, under :func:`tests.benchmarks.measure.reap` (the Spark JVM, which outlives the
    Python driver, is counted): CPU and wall seconds of the whole process tree, and the steps'
    own times from its ``--verbose`` log (the Spark session, the tables, the query, the upkeep).
 2. The same against the tables it left (a restart: the tables exist, nothing is created).
@@ -30,8 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.benchmarks.cleaner import run_once
-from tests.benchmarks.measure import busy_cpu_seconds, tree_cpu_seconds
+from tests.benchmarks.measure import busy_cpu_seconds, run_once, tree_cpu_seconds
 from tests.e2e.harness import Background, wait_for
 from tests.support.config import write_config
 

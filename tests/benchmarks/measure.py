@@ -4,41 +4,74 @@ Nothing here asserts a time."""
 
 from __future__ import annotations
 
+import ctypes
+import json
 import os
+import resource
+import signal
+import subprocess
+import sys
+import threading
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
+
+from pyspark.sql.streaming import StreamingQueryListener
+
+from tests.e2e.harness import CLI, RUN_TIMEOUT_S, cli_env
+from tests.support.jvm import REPO_ROOT
+
+
+def _processes() -> dict[int, tuple[int, float]]:
+    """Every process's parent and CPU seconds, itself and its reaped children's, from /proc
+    (empty where there is none)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[int, tuple[int, float]] = {}
+    try:
+        entries = list(os.scandir("/proc"))
+    except OSError:
+        return out
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue  # gone meanwhile
+        rest = text[text.rindex(")") + 2 :].split()
+        ticks = sum(int(x) for x in rest[11:15])  # utime stime cutime cstime
+        out[int(entry.name)] = (int(rest[1]), ticks / tick)
+    return out
+
+
+def _tree(pid: int, processes: dict[int, tuple[int, float]]) -> list[int]:
+    children: dict[int, list[int]] = defaultdict(list)
+    for child, (ppid, _) in processes.items():
+        children[ppid].append(child)
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children.get(p, ()))
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes below ``pid`` (not itself)."""
+    return _tree(pid, _processes())[1:]
 
 
 def tree_cpu_seconds() -> float | None:
     """CPU seconds of this process and all its descendants (the JVM, Python workers), or None
     where /proc is missing. Reaped children count through their parent's cutime and cstime."""
-    try:
-        tick = os.sysconf("SC_CLK_TCK")
-        stats: dict[int, tuple[int, float]] = {}
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry.name}/stat") as f:
-                    text = f.read()
-            except OSError:
-                continue  # gone meanwhile
-            rest = text[text.rindex(")") + 2 :].split()
-            ticks = sum(int(x) for x in rest[11:15])  # utime stime cutime cstime
-            stats[int(entry.name)] = (int(rest[1]), ticks / tick)
-    except (OSError, ValueError):
+    processes = _processes()
+    if not processes:
         return None
-    children: dict[int, list[int]] = defaultdict(list)
-    for pid, (ppid, _) in stats.items():
-        children[ppid].append(pid)
-    total, todo = 0.0, [os.getpid()]
-    while todo:
-        pid = todo.pop()
-        total += stats.get(pid, (0, 0.0))[1]
-        todo.extend(children.get(pid, ()))
-    return total
+    return sum(processes[p][1] for p in _tree(os.getpid(), processes) if p in processes)
 
 
 def busy_cpu_seconds() -> float | None:
@@ -117,3 +150,101 @@ class Phases:
     def seconds(self, label: str, before: float = float("inf")) -> float:
         """Time in ``label``'s calls that ended before ``before``."""
         return sum(end - start for start, end in self.calls[label] if end <= before)
+
+
+class QueryProgress(StreamingQueryListener):
+    """Each micro-batch's ``durationMs`` as the query reports it (add it with
+    ``spark.streams.addListener``)."""
+
+    def __init__(self) -> None:
+        self.durations: list[dict[str, int]] = []
+        self.rows = 0
+        self.done = threading.Event()
+
+    def onQueryStarted(self, event: Any) -> None:
+        pass
+
+    def onQueryProgress(self, event: Any) -> None:
+        progress = event.progress
+        self.durations.append(dict(progress.durationMs))
+        self.rows += progress.numInputRows
+
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        self.done.set()
+
+
+# --- A command's whole process tree ----------------------------------------------------------
+
+PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+STRAGGLERS_TIMEOUT_S = 120  # after the command exits, for what it left running
+
+
+def reap(argv: Sequence[str]) -> int:
+    """Run ``argv[1:]`` and wait for it and for every process it leaves behind; write its wall
+    time and the CPU time of all of them to the JSON file ``argv[0]``; return its exit code.
+
+    This process is a child subreaper: a descendant whose parent exits without waiting for it
+    (segcompact's Spark JVM, whose Python driver does not wait) is reparented here instead of
+    to init, and reaped, so its CPU time is in this process's ``RUSAGE_CHILDREN``."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+    began = time.perf_counter()
+    code = subprocess.call(argv[1:])
+    exited = time.perf_counter()
+    deadline, killed = exited + STRAGGLERS_TIMEOUT_S, 0
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break  # none left
+        if pid:
+            continue
+        if time.perf_counter() > deadline:
+            for child in [p for p, (ppid, _) in _processes().items() if ppid == os.getpid()]:
+                os.kill(child, signal.SIGKILL)
+                killed += 1
+            deadline = float("inf")
+        time.sleep(0.02)
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    figures = {
+        "exit_code": code,
+        "wall_s": exited - began,  # until the command exits: what its user waits for
+        "tree_wall_s": time.perf_counter() - began,  # until the last process it started
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "user_cpu_s": usage.ru_utime,
+        "max_rss_mib": usage.ru_maxrss / 1024,
+        "stragglers_killed": killed,
+    }
+    Path(argv[0]).write_text(json.dumps(figures), encoding="utf-8")
+    return code
+
+
+REAP = "import sys; from tests.benchmarks.measure import reap; sys.exit(reap(sys.argv[1:]))"
+
+
+def run_once(config: Path, work: Path, spark_conf_dir: Path, *extra: str) -> dict[str, Any]:
+    """``segcompact run --once [extra...]`` under :func:`reap`: its figures."""
+    figures = work / "figures.json"
+    env = cli_env(spark_conf_dir)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    command = [*CLI, "run", "--once", "--config", config, *extra]
+    with open(work / "stdout.txt", "wb") as out, open(work / "stderr.txt", "wb") as err:
+        subprocess.run(
+            [sys.executable, "-c", REAP, figures, *command],
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            timeout=RUN_TIMEOUT_S,
+            check=False,
+        )
+    if not figures.exists() or json.loads(figures.read_text())["exit_code"] != 0:
+        stderr = (work / "stderr.txt").read_text(errors="replace")
+        raise AssertionError(f"segcompact run --once failed in {work}:\n{stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(figures.read_text())
+    return result

@@ -10,7 +10,6 @@ import pytest
 from tests.benchmarks import cleaner
 from tests.support.jvm import kafka_jars_available, missing_kafka_message
 from tests.support.keyed_log import MiB
-from tests.support.spark import JVM_OPTIONS
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.spark, pytest.mark.kafka]
 
@@ -18,18 +17,12 @@ KEYS = 1000  # per partition
 PARTITIONS = ["cleaner-bench-0", "cleaner-bench-1"]
 
 
-def test_cleaner_benchmark_smoke(tmp_path: Path) -> None:
+def test_cleaner_benchmark_smoke(tmp_path: Path, spark_conf_dir: Path) -> None:
     if not kafka_jars_available():
         # Not a skip: the test command fetches Kafka, so its absence is a failure.
         pytest.fail(missing_kafka_message())
-    # The test session's JIT settings for segcompact's JVMs: a faster start, same work.
-    spark_conf = tmp_path / "spark-conf"
-    spark_conf.mkdir()
-    (spark_conf / "spark-defaults.conf").write_text(
-        f"spark.driver.extraJavaOptions {JVM_OPTIONS}\n"
-    )
     args = ["--size-mib", "2", "--partitions", "2", "--keys-per-partition", str(KEYS)]
-    out = cleaner.main([*args, "--workdir", str(tmp_path), "--spark-conf-dir", str(spark_conf)])
+    out = cleaner.main([*args, "--workdir", str(tmp_path), "--spark-conf-dir", str(spark_conf_dir)])
 
     log, produced = out["log"], out["kafka"]["produced"]
     assert log["input_bytes"] >= 2 * MiB and log["partitions"] == 2

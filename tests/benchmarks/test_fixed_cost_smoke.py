@@ -8,19 +8,12 @@ from pathlib import Path
 import pytest
 
 from tests.benchmarks import fixed_cost
-from tests.support.spark import JVM_OPTIONS
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.spark]
 
 
-def test_fixed_cost_benchmark_smoke(tmp_path: Path) -> None:
-    # The test session's JIT settings for the CLI's JVMs: a faster start, same work.
-    spark_conf = tmp_path / "spark-conf"
-    spark_conf.mkdir()
-    (spark_conf / "spark-defaults.conf").write_text(
-        f"spark.driver.extraJavaOptions {JVM_OPTIONS}\n"
-    )
-    args = ["--idle-s", "3", "--settle-s", "0", "--spark-conf-dir", str(spark_conf)]
+def test_fixed_cost_benchmark_smoke(tmp_path: Path, spark_conf_dir: Path) -> None:
+    args = ["--idle-s", "3", "--settle-s", "0", "--spark-conf-dir", str(spark_conf_dir)]
     out = fixed_cost.main([*args, "--workdir", str(tmp_path)])
     for name in ("fresh", "restart"):
         run = out[name]

@@ -1,0 +1,181 @@
+"""Memory: one large segment through ``segcompact run --once``, each process's peak RSS.
+
+    python -m tests.benchmarks.memory [--size-mib 1024] [--keys 1000000] [--workdir D]
+
+One partition holding one segment of about ``--size-mib`` MiB (Kafka's default
+``segment.bytes`` is 1 GiB) of lz4 batches, ``--keys`` keys updated many times, 5 % tombstones
+(``tests/support/column_log.py``), generated once and cached under ``--workdir``. Then
+``segcompact run --once`` on it, as a user runs it (fresh tables, Spark's defaults), while this
+process reads every 0.1 s the peak resident set (``VmHWM``) of each of the run's processes from
+/proc: the Python driver, the JVM, and each Python worker (the segment is decoded and reduced in
+one of them). The issue's target: no Python worker above 512 MiB. Nothing here asserts a size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tests.benchmarks.measure import REAP, descendants, run_once
+from tests.support import column_log
+from tests.support.config import write_config
+from tests.support.keyed_log import BASE_TIMESTAMP, TOPIC, MiB
+
+FORMAT_VERSION = 1  # bump when generation changes, to invalidate cached logs
+SAMPLE_RECORDS = 100_000  # to size the segment from
+
+
+def _rows(n: int, first: int, keys: int, rng: np.random.Generator, pool: Any) -> Any:
+    offsets = np.arange(first, first + n, dtype=np.int64)
+    return column_log.rows(
+        offsets, rng.integers(0, keys, n), rng.random(n) < 0.05, pool, rng, BASE_TIMESTAMP
+    )
+
+
+def generate(workdir: Path, size_mib: float, keys: int, seed: int) -> dict[str, Any]:
+    """The cached log for these parameters (one partition), generated if missing."""
+    where = workdir / f"memory-{size_mib:g}MiB-{keys}k-s{seed}-v{FORMAT_VERSION}"
+    meta = where / "meta.json"
+    if meta.exists():
+        return {**json.loads(meta.read_text()), "cached": True}
+    shutil.rmtree(where, ignore_errors=True)
+    began = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    pool = column_log.value_pool(random.Random(seed))
+    sample = column_log.write(where / "sample", _rows(SAMPLE_RECORDS, 0, keys, rng, pool))
+    per_record = sum(s.size for s in sample) / SAMPLE_RECORDS
+    records = int(size_mib * MiB / per_record * 0.99)  # one segment: below segment.bytes
+    directory = where / "logs" / f"{TOPIC}-0"
+    written = column_log.write(
+        directory, _rows(records, 0, keys, rng, pool), segment_bytes=int(size_mib * MiB)
+    )
+    shutil.rmtree(where / "sample")
+    info = {
+        "root": str(where / "logs"),
+        "segments": len(written),
+        "largest_segment_bytes": max(s.size for s in written),
+        "file_bytes": sum(s.size for s in written),
+        "records": records,
+        "keys": keys,
+        "generate_seconds": time.perf_counter() - began,
+    }
+    meta.write_text(json.dumps(info))
+    return {**info, "cached": False}
+
+
+def _role(cmdline: str) -> str | None:
+    if REAP in cmdline:
+        return None  # run_once's reaper, not segcompact
+    if "pyspark.daemon" in cmdline or "pyspark.worker" in cmdline:
+        return "python worker"
+    if "java" in cmdline.split("\0", 1)[0]:
+        return "jvm"
+    if "segcompact.cli" in cmdline:
+        return "python driver"
+    return None
+
+
+class PeakRss(threading.Thread):
+    """The peak RSS (``VmHWM``, MiB) of every descendant of this process of the roles above, by
+    pid (the run's JVM too: the reaper of :func:`run_once` adopts it)."""
+
+    def __init__(self, period_s: float = 0.1) -> None:
+        super().__init__(daemon=True)
+        self.period_s = period_s
+        self.peaks: dict[int, tuple[str, float]] = {}
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(self.period_s):
+            for pid in descendants(os.getpid()):
+                try:
+                    with open(f"/proc/{pid}/cmdline") as f:
+                        role = _role(f.read())
+                    if role is None:
+                        continue
+                    with open(f"/proc/{pid}/status") as f:
+                        hwm = next(line for line in f if line.startswith("VmHWM:"))
+                except (OSError, StopIteration):
+                    continue  # gone meanwhile
+                mib = int(hwm.split()[1]) / 1024
+                if mib > self.peaks.get(pid, ("", 0.0))[1]:
+                    self.peaks[pid] = (role, mib)
+
+    def by_role(self) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for role, mib in self.peaks.values():
+            r = out.setdefault(role, {"processes": 0, "max_mib": 0.0})
+            r["processes"] += 1
+            r["max_mib"] = max(r["max_mib"], mib)
+        return out
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.benchmarks.memory",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--size-mib", type=float, default=1024, help="segment size (1024)")
+    parser.add_argument("--keys", type=int, default=1_000_000, help="distinct keys (1000000)")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "segcompact-memory",
+        help="generated logs are cached here; tables, checkpoint and logs go to <workdir>/run",
+    )
+    parser.add_argument(
+        "--spark-conf-dir",
+        type=Path,
+        help="SPARK_CONF_DIR of the run (default: none, Spark's defaults)",
+    )
+    parser.add_argument("--json", type=Path, help="also write the results to this file")
+    args = parser.parse_args(argv)
+
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    log = generate(args.workdir, args.size_mib, args.keys, args.seed)
+    work = args.workdir / "run"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    spark_conf_dir = args.spark_conf_dir
+    if spark_conf_dir is None:  # empty: Spark's defaults, not a SPARK_CONF_DIR set around us
+        spark_conf_dir = work / "spark-conf"
+        spark_conf_dir.mkdir()
+    config = write_config(work / "job", [log["root"]], rolled_only=False)
+    peaks = PeakRss()
+    peaks.start()
+    try:
+        figures = run_once(config, work, spark_conf_dir)
+    finally:
+        peaks.stop.set()
+        peaks.join()
+    out = {"log": log, "run": figures, "peak_rss": peaks.by_role()}
+    print(
+        f"\nmemory: one segment of {log['largest_segment_bytes'] / MiB:,.0f} MiB, "
+        f"{log['records']:,} records, {log['keys']:,} keys; run --once in "
+        f"{figures['wall_s']:.0f} s ({figures['cpu_s']:.0f} CPU s)"
+    )
+    for role, r in sorted(out["peak_rss"].items()):
+        print(f"  {role:<14} peak RSS {r['max_mib']:7,.0f} MiB ({r['processes']:.0f} processes)")
+    worker = out["peak_rss"].get("python worker", {}).get("max_mib")
+    if worker is not None:
+        print(f"  target: a Python worker under 512 MiB: {worker / 512:.2f} of it")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2))
+    return out
+
+
+if __name__ == "__main__":
+    main()
