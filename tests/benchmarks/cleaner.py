@@ -48,7 +48,6 @@ import os
 import random
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields
@@ -56,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from segcompact.format.segment import base_offset_of
+from tests.benchmarks import options
 from tests.benchmarks.measure import run_once
 from tests.interop.compacted import (
     Rec,
@@ -345,10 +345,7 @@ def segcompact_config(
 def run_segcompact(
     args: argparse.Namespace, work: Path, raw: Path, segment_bytes: int
 ) -> dict[str, Any]:
-    spark_conf_dir = args.spark_conf_dir
-    if spark_conf_dir is None:  # empty: Spark's defaults, not a SPARK_CONF_DIR set around us
-        spark_conf_dir = work / "spark-conf"
-        spark_conf_dir.mkdir(parents=True)
+    spark_conf_dir = options.spark_conf_dir(args, work)
     spark = {"spark.driver.memory": args.driver_memory} if args.driver_memory else None
     runs = {}
     for name, source in (("empty", work / "empty" / "source"), ("full", raw)):
@@ -503,11 +500,7 @@ def report(out: dict[str, Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(
-        prog="python -m tests.benchmarks.cleaner",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = options.parser("cleaner", __doc__)
     parser.add_argument("--size-mib", type=float, default=256, help="rolled log size (256)")
     parser.add_argument("--partitions", type=int, default=2, help="partitions (default 2)")
     parser.add_argument(
@@ -520,24 +513,18 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         help="the topic's segment size (default: an eighth of a partition's share)",
     )
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "segcompact-cleaner",
-        help="the broker, the copy and segcompact's tables go to <workdir>/run (emptied first)",
+    options.add_workdir(
+        parser,
+        "cleaner",
+        "the broker, the copy and segcompact's tables go to <workdir>/run (emptied first)",
     )
-    parser.add_argument(
-        "--spark-conf-dir",
-        type=Path,
-        help="SPARK_CONF_DIR of segcompact's runs (default: none, Spark's defaults)",
-    )
+    options.add_spark_conf_dir(parser)
     parser.add_argument(
         "--driver-memory", help="a [spark] spark.driver.memory (default: segcompact's, 1g)"
     )
     parser.add_argument(
         "--clean-timeout-s", type=float, default=1800, help="for Kafka's cleaner (1800)"
     )
-    parser.add_argument("--json", type=Path, help="also write the results to this file")
     args = parser.parse_args(argv)
     if args.keys_per_partition < 1 or args.partitions < 1 or not 0 <= args.tombstones < 1:
         parser.error("--keys-per-partition and --partitions >= 1, 0 <= --tombstones < 1")
@@ -571,8 +558,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     out["check"] = compare(kafka, segcompact_work / "full" / "out")
     out["load_average"] = os.getloadavg()
     report(out)
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=2, default=str))
+    options.write_json(args, out)
     return out
 
 

@@ -24,7 +24,6 @@ here asserts a time.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import os
@@ -55,6 +54,7 @@ from segcompact.format.columns import column_builder
 from segcompact.format.record import Record
 from segcompact.format.segment import SegmentReader
 from segcompact.storage import LocalInputFile
+from tests.benchmarks import options
 
 MiB = 1 << 20
 BATCH_BYTES = 16 << 10  # records section of a batch before compression
@@ -317,11 +317,7 @@ def report(codec: str, out: dict[str, object]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, object]]:
-    parser = argparse.ArgumentParser(
-        prog="python -m tests.benchmarks.decode",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = options.parser("decode", __doc__)
     parser.add_argument("--size-mib", type=float, default=256, help="segment size (default 256)")
     parser.add_argument(
         "--codec",
@@ -351,6 +347,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, object]]:
             args.dir, Compression.from_str(label), args.size_mib, args.repeat, args.pure_mib
         )
         report(label, out[label])
+    options.write_json(args, out)
     return out
 
 

@@ -33,10 +33,8 @@ tombstone expiry, streaming overhead), and each method's decoding alone is timed
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -53,7 +51,7 @@ from segcompact.config import CompactorConfig, load_config
 from segcompact.spark.job import Compactor
 from segcompact.spark.session import get_spark
 from segcompact.spark.source import NAME, register
-from tests.benchmarks import plain
+from tests.benchmarks import options, plain
 from tests.benchmarks.measure import Phases, QueryProgress, Result, Stopwatch
 from tests.support.config import write_config
 from tests.support.keyed_log import Log, MiB, generate, log_files
@@ -352,21 +350,14 @@ def report(out: dict[str, Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(
-        prog="python -m tests.benchmarks.e2e",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = options.parser("e2e", __doc__)
     parser.add_argument("--size-mib", type=float, default=1024, help="log size (default 1024)")
     parser.add_argument("--partitions", type=int, default=8, help="partitions (default 8)")
     parser.add_argument("--keys", type=int, default=1_000_000, help="distinct keys (1000000)")
     parser.add_argument("--segment-mib", type=float, default=128, help="segment size (128)")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "segcompact-e2e",
-        help="generated logs are cached here; tables and checkpoints go to <workdir>/run",
+    options.add_workdir(
+        parser, "e2e", "generated logs are cached here; tables and checkpoints go to <workdir>/run"
     )
     parser.add_argument(
         "--profile",
@@ -383,7 +374,6 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
     parser.add_argument(
         "--driver-memory", default="4g", help="for a session this starts (default 4g)"
     )
-    parser.add_argument("--json", type=Path, help="also write the results to this file")
     args = parser.parse_args(argv)
 
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -430,8 +420,7 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
         out["check"] = compare(spark, log, run_dir)
     out["load_average"] = os.getloadavg()
     report(out)
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=2, default=str))
+    options.write_json(args, out)
     return out
 
 

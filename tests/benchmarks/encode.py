@@ -21,8 +21,6 @@ Nothing here asserts a time.
 
 from __future__ import annotations
 
-import argparse
-import json
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -40,7 +38,7 @@ from segcompact.format.codecs import codec_for
 from segcompact.format.columns import encode_columns
 from segcompact.format.segment import SegmentReader
 from segcompact.storage import LocalInputFile, LocalOutputDirectory
-from tests.benchmarks import decode
+from tests.benchmarks import decode, options
 
 # kafka-python's compression type ids are Kafka's codec ids.
 KAFKA_PYTHON_CODEC = {c: int(c) for c in Compression}
@@ -196,11 +194,7 @@ def report(codec: str, out: dict[str, Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
-    parser = argparse.ArgumentParser(
-        prog="python -m tests.benchmarks.encode",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = options.parser("encode", __doc__)
     parser.add_argument("--size-mib", type=float, default=256, help="segment size (default 256)")
     parser.add_argument(
         "--codec",
@@ -218,7 +212,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
     parser.add_argument(
         "--pure-records", type=int, default=50_000, help="records encoded with pure=True"
     )
-    parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
     out = {}
     for label in args.codec or ["lz4", "none"]:
@@ -226,8 +219,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
             args.dir, Compression.from_str(label), args.size_mib, args.repeat, args.pure_records
         )
         report(label, out[label])
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=2))
+    options.write_json(args, out)
     return out
 
 

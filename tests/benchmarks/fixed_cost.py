@@ -19,17 +19,15 @@ Nothing here asserts a time: the figures go to stdout (and ``--json``).
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.benchmarks import options
 from tests.benchmarks.measure import busy_cpu_seconds, run_once, tree_cpu_seconds
 from tests.e2e.harness import Background, wait_for
 from tests.support.config import write_config
@@ -113,37 +111,22 @@ def report(out: dict[str, Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(
-        prog="python -m tests.benchmarks.fixed_cost",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = options.parser("fixed_cost", __doc__)
     parser.add_argument("--idle-s", type=float, default=120, help="idle window (120)")
     parser.add_argument(
         "--settle-s", type=float, default=30, help="after the query's start, before it (30)"
     )
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "segcompact-fixed-cost",
-        help="tables, checkpoint and logs go to <workdir>/run (emptied first)",
+    options.add_workdir(
+        parser, "fixed-cost", "tables, checkpoint and logs go to <workdir>/run (emptied first)"
     )
-    parser.add_argument(
-        "--spark-conf-dir",
-        type=Path,
-        help="SPARK_CONF_DIR of the runs (default: none, Spark's defaults)",
-    )
-    parser.add_argument("--json", type=Path, help="also write the results to this file")
+    options.add_spark_conf_dir(parser)
     args = parser.parse_args(argv)
 
     work = args.workdir / "run"
     shutil.rmtree(work, ignore_errors=True)
     source = work / "source"
     source.mkdir(parents=True)
-    spark_conf_dir = args.spark_conf_dir
-    if spark_conf_dir is None:  # empty: Spark's defaults, not a SPARK_CONF_DIR set around us
-        spark_conf_dir = work / "spark-conf"
-        spark_conf_dir.mkdir()
+    spark_conf_dir = options.spark_conf_dir(args, work)
     config = write_config(work / "job", [source])
     out: dict[str, Any] = {
         "fresh": once(config, work / "fresh", spark_conf_dir),
@@ -151,8 +134,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "idle": idle(config, work / "idle", spark_conf_dir, args.settle_s, args.idle_s),
     }
     report(out)
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=2))
+    options.write_json(args, out)
     return out
 
 

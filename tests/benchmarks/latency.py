@@ -19,13 +19,10 @@ intervals. Nothing here asserts a time.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import random
 import shutil
 import statistics
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -36,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from segcompact.delta_native import open_table, read
+from tests.benchmarks import options
 from tests.benchmarks.measure import tree_cpu_seconds
 from tests.e2e.harness import Background, wait_for
 from tests.support import column_log
@@ -135,11 +133,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(
-        prog="python -m tests.benchmarks.latency",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = options.parser("latency", __doc__)
     parser.add_argument("--rolls", type=int, default=30, help="segments rolled (30)")
     parser.add_argument("--every-s", type=float, default=5, help="mean gap between rolls (5)")
     parser.add_argument("--records", type=int, default=20_000, help="per segment (20000)")
@@ -147,18 +141,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--trigger", default="10 seconds", help="trigger_interval (10 seconds)")
     parser.add_argument("--poll-s", type=float, default=0.05, help="commit watch period (0.05)")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "segcompact-latency",
-        help="segments, tables, checkpoint and logs go to <workdir>/run (emptied first)",
+    options.add_workdir(
+        parser,
+        "latency",
+        "segments, tables, checkpoint and logs go to <workdir>/run (emptied first)",
     )
-    parser.add_argument(
-        "--spark-conf-dir",
-        type=Path,
-        help="SPARK_CONF_DIR of the job (default: none, Spark's defaults)",
-    )
-    parser.add_argument("--json", type=Path, help="also write the results to this file")
+    options.add_spark_conf_dir(parser)
     args = parser.parse_args(argv)
 
     work = args.workdir / "run"
@@ -168,10 +156,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for p in range(args.partitions):
         (source / f"{TOPIC}-{p}").mkdir(parents=True)
         (source / f"{TOPIC}-{p}" / segment_name(0)).touch()
-    spark_conf_dir = args.spark_conf_dir
-    if spark_conf_dir is None:  # empty: Spark's defaults, not a SPARK_CONF_DIR set around us
-        spark_conf_dir = work / "spark-conf"
-        spark_conf_dir.mkdir()
+    spark_conf_dir = options.spark_conf_dir(args, work)
     config = write_config(work / "job", [source], stream={"trigger_interval": args.trigger})
     rng = random.Random(args.seed)
     watch = CommitWatch(work / "job" / "partitions_table", args.poll_s)
@@ -225,8 +210,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         f"mean {out['mean_s']:.1f} s; target p99 within two trigger intervals "
         f"({2 * trigger_s:g} s): {out['p99_s'] / (2 * trigger_s):.2f} of it"
     )
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=2))
+    options.write_json(args, out)
     return out
 
 

@@ -13,12 +13,10 @@ one of them). The issue's target: no Python worker above 512 MiB. Nothing here a
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -27,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from tests.benchmarks import options
 from tests.benchmarks.measure import REAP, descendants, run_once
 from tests.support import column_log
 from tests.support.config import write_config
@@ -122,26 +121,16 @@ class PeakRss(threading.Thread):
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(
-        prog="python -m tests.benchmarks.memory",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = options.parser("memory", __doc__)
     parser.add_argument("--size-mib", type=float, default=1024, help="segment size (1024)")
     parser.add_argument("--keys", type=int, default=1_000_000, help="distinct keys (1000000)")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "segcompact-memory",
-        help="generated logs are cached here; tables, checkpoint and logs go to <workdir>/run",
+    options.add_workdir(
+        parser,
+        "memory",
+        "generated logs are cached here; tables, checkpoint and logs go to <workdir>/run",
     )
-    parser.add_argument(
-        "--spark-conf-dir",
-        type=Path,
-        help="SPARK_CONF_DIR of the run (default: none, Spark's defaults)",
-    )
-    parser.add_argument("--json", type=Path, help="also write the results to this file")
+    options.add_spark_conf_dir(parser)
     args = parser.parse_args(argv)
 
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -149,10 +138,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     work = args.workdir / "run"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
-    spark_conf_dir = args.spark_conf_dir
-    if spark_conf_dir is None:  # empty: Spark's defaults, not a SPARK_CONF_DIR set around us
-        spark_conf_dir = work / "spark-conf"
-        spark_conf_dir.mkdir()
+    spark_conf_dir = options.spark_conf_dir(args, work)
     config = write_config(work / "job", [log["root"]], rolled_only=False)
     peaks = PeakRss()
     peaks.start()
@@ -172,8 +158,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     worker = out["peak_rss"].get("python worker", {}).get("max_mib")
     if worker is not None:
         print(f"  target: a Python worker under 512 MiB: {worker / 512:.2f} of it")
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=2))
+    options.write_json(args, out)
     return out
 
 

@@ -44,7 +44,6 @@ that a human sees it.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -67,6 +66,7 @@ from segcompact.errors import SegcompactError
 from segcompact.format.batch import build_batch
 from segcompact.format.record import Record
 from segcompact.samples import SampleSegment
+from tests.benchmarks import options
 from tests.benchmarks.measure import busy_cpu_seconds, tree_cpu_seconds
 from tests.e2e.harness import Background, Checkpoint, run_cli, wait_for
 from tests.support.config import write_config
@@ -327,11 +327,7 @@ def human(out: dict[str, Any], file: TextIO) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m tests.benchmarks.soak_sla",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = options.parser("soak_sla", __doc__, json_file=False)
     parser.add_argument("--minutes", type=float, default=5, help="of input (default 5)")
     parser.add_argument("--sla-ms", type=int, default=60_000, help="gdpr.deletion.sla.ms (60000)")
     parser.add_argument(

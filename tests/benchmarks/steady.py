@@ -29,13 +29,11 @@ manual clock (no tombstone expires). Nothing here asserts a time.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
 import shutil
 import statistics
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -52,6 +50,7 @@ from segcompact.config import load_config
 from segcompact.spark.job import Compactor
 from segcompact.spark.session import get_spark
 from segcompact.spark.tables import STATE_SCHEMA
+from tests.benchmarks import options
 from tests.benchmarks.measure import Phases, QueryProgress, Stopwatch
 from tests.support import column_log
 from tests.support.config import write_config
@@ -334,27 +333,21 @@ def report(out: dict[str, Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(
-        prog="python -m tests.benchmarks.steady",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = options.parser("steady", __doc__)
     parser.add_argument("--keys", type=int, action="append", help="(1000000 and 10000000)")
     parser.add_argument("--partitions", type=int, default=8, help="(8)")
     parser.add_argument("--batches", type=int, default=20, help="update segments (20)")
     parser.add_argument("--updates", type=int, default=20_000, help="records per update (20000)")
     parser.add_argument("--layout", choices=sorted(LAYOUTS), action="append", help="(all of them)")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "segcompact-steady",
-        help="generated logs are cached here; tables and checkpoints go to <workdir>/run",
+    options.add_workdir(
+        parser,
+        "steady",
+        "generated logs are cached here; tables and checkpoints go to <workdir>/run",
     )
     parser.add_argument(
         "--driver-memory", default="6g", help="for a session this starts (default 6g)"
     )
-    parser.add_argument("--json", type=Path, help="also write the results to this file")
     args = parser.parse_args(argv)
     keys = sorted(args.keys or [1_000_000, 10_000_000])
     layouts = args.layout or list(LAYOUTS)
@@ -385,8 +378,7 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
         if len(mine) > 1 and low["batch_median_s"]:
             out["ratios"][layout] = high["batch_median_s"] / low["batch_median_s"]
     report(out)
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=2, default=str))
+    options.write_json(args, out)
     return out
 
 

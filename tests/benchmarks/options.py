@@ -1,0 +1,57 @@
+"""The command-line options every benchmark shares: where it works, where its results go, the
+Spark configuration of the ``segcompact`` processes it starts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def parser(module: str, doc: str | None, *, json_file: bool = True) -> argparse.ArgumentParser:
+    """``python -m tests.benchmarks.<module>``'s parser, its docstring as help, with
+    ``--json F`` (see :func:`write_json`) unless not ``json_file``."""
+    out = argparse.ArgumentParser(
+        prog=f"python -m tests.benchmarks.{module}",
+        description=doc,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    if json_file:
+        out.add_argument("--json", type=Path, help="also write the results to this file")
+    return out
+
+
+def write_json(args: argparse.Namespace, results: Any) -> None:
+    """The results to ``--json``'s file, if one was given."""
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2, default=str))
+
+
+def add_workdir(parser: argparse.ArgumentParser, name: str, what: str) -> None:
+    """``--workdir``, by default ``segcompact-<name>`` in the temporary directory."""
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / f"segcompact-{name}",
+        help=what,
+    )
+
+
+def add_spark_conf_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--spark-conf-dir",
+        type=Path,
+        help="SPARK_CONF_DIR of the segcompact processes (default: none, Spark's defaults)",
+    )
+
+
+def spark_conf_dir(args: argparse.Namespace, work: Path) -> Path:
+    """``--spark-conf-dir``, or an empty one in ``work``: Spark's defaults, not a
+    SPARK_CONF_DIR set around the benchmark."""
+    if args.spark_conf_dir is not None:
+        return Path(args.spark_conf_dir)
+    empty = work / "spark-conf"
+    empty.mkdir(parents=True, exist_ok=True)
+    return empty
