@@ -13,6 +13,3 @@ from tests.support.minio import MinioServer
 def minio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MinioServer]:
     with MinioServer(tmp_path_factory.mktemp("minio")) as server:
         yield server
-
-
-from tests.e2e.conftest import spark_conf_dir  # noqa: E402, F401  (the CLI runs' JVM settings)

@@ -1,5 +1,5 @@
 """Spark settings shared by the test session (``tests/conftest.py``) and the JVMs that the
-end-to-end tests' CLI subprocesses start (``tests/e2e/conftest.py``)."""
+end-to-end tests' CLI subprocesses start (its ``spark_conf_dir`` fixture)."""
 
 from __future__ import annotations
 
