@@ -6,12 +6,14 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
+from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
 from segcompact.errors import ConfigError
 from segcompact.spark.ledger import read_rows, rows_frame
-from segcompact.spark.tables import PENDING_SCHEMA, Table, Tables
+from segcompact.spark.tables import PENDING_SCHEMA, SOURCE_AS_IS, Table, Tables, session_settings
+from tests.support.spark import jobs_started
 
 pytestmark = pytest.mark.spark
 
@@ -73,3 +75,34 @@ def test_a_table_without_segcompacts_columns_is_refused_in_one_line(
     message = str(e.value)
     assert "\n" not in message
     assert message.startswith(f"{path}: ") and "segment_base bigint" in message
+
+
+def test_a_merge_takes_the_batchs_cached_source_as_it_is(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    target = str(tmp_path / "t")
+    spark.range(100).selectExpr("id", "0 AS v").write.format("delta").save(target)
+    source = spark.range(50, 150).selectExpr("id", "1 AS v").persist()
+
+    def merge() -> int:
+        jobs = jobs_started(spark)
+        (
+            DeltaTable.forPath(spark, target)
+            .alias("t")
+            .merge(source.alias("s"), "t.id = s.id")
+            .whenMatchedUpdateAll()
+            .whenNotMatchedInsertAll()
+            .execute()
+        )
+        return jobs_started(spark) - jobs
+
+    try:
+        copied = merge()  # Delta's default: the source copied first
+        before = {key: spark.conf.getAll.get(key) for key in SOURCE_AS_IS}
+        with session_settings(spark, SOURCE_AS_IS):
+            as_is = merge()  # by default Delta refuses a cached source it has not copied
+        assert {key: spark.conf.getAll.get(key) for key in SOURCE_AS_IS} == before
+    finally:
+        source.unpersist()
+    assert as_is < copied
+    assert spark.read.format("delta").load(target).where("v = 1").count() == 100

@@ -41,7 +41,15 @@ from segcompact.spark.partitions import (
 )
 from segcompact.spark.read_committed import Transactions, read_committed
 from segcompact.spark.rules import bad_version, per_topic, rank_by_topic, tombstone, version, young
-from segcompact.spark.tables import STATE_SCHEMA, YOUNG_SCHEMA, Tables, idempotent_writes, timestamp
+from segcompact.spark.tables import (
+    SOURCE_AS_IS,
+    STATE_SCHEMA,
+    YOUNG_SCHEMA,
+    Tables,
+    idempotent_writes,
+    session_settings,
+    timestamp,
+)
 from segcompact.timing import timed
 
 log = logging.getLogger(__name__)
@@ -164,6 +172,7 @@ class BatchMerger:
             with (
                 timed(log, "partitions MERGE"),
                 idempotent_writes(self.spark, (f"{self.app_id}-partitions", batch_id)),
+                session_settings(self.spark, SOURCE_AS_IS),
             ):
                 self._merge_partitions(stats, now, sorted(sla_topics(topics).keys() & direct))
             if txn is not None:
@@ -397,7 +406,12 @@ class BatchMerger:
         target_rank = rank_by_topic(F.col("s.topic"), topics, table="t.")
         values: dict[str, str | Column] = {c.name: F.col(f"s.{c.name}") for c in STATE_SCHEMA}
         if partitions:
-            with timed(log, "state MERGE"), idempotent_writes(self.spark, state_write):
+            with (
+                timed(log, "state MERGE"),
+                idempotent_writes(self.spark, state_write),
+                # Graduation's source is a Delta scan, which Delta does not copy either.
+                session_settings(self.spark, SOURCE_AS_IS),
+            ):
                 (
                     self.tables.state.delta(self.spark)
                     .alias("t")

@@ -458,6 +458,35 @@ LOG_RETENTION_MS = 30 * DAY_MS  # Delta's default
 
 
 @contextmanager
+def session_settings(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """The session's SQL ``settings`` for what runs inside, as they were afterwards."""
+    conf = spark.conf
+    explicit = conf.getAll  # what was set (``get`` would also answer a built-in default)
+    before = {key: explicit.get(key) for key in settings}
+    for key, value in settings.items():
+        conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                conf.unset(key)
+            else:
+                conf.set(key, value)
+
+
+# A MERGE reads its source twice (the files it touches, then the rewrite) and by default first
+# copies a source that is not a Delta scan, lest the two reads differ, and refuses a cached one
+# uncopied, lest the cache hold an older version of a Delta table. The batch's sources need
+# neither: rows built on the driver, or the batch's cached reduction of rolled (immutable)
+# segments and of the partitions table as the batch read it before writing anything.
+SOURCE_AS_IS = {
+    "spark.databricks.delta.merge.materializeSource": "none",
+    "spark.databricks.delta.merge.failSourceCachedAfterMaterialization": "false",
+}
+
+
+@contextmanager
 def idempotent_writes(spark: SparkSession, pair: tuple[str, int] | None) -> Iterator[None]:
     """Delta skips a write whose (app id, version) ``pair`` this table has committed before
     (None: no pair, nothing skipped).
@@ -469,11 +498,9 @@ def idempotent_writes(spark: SparkSession, pair: tuple[str, int] | None) -> Iter
         yield
         return
     app_id, version = pair
-    conf = spark.conf
-    conf.set("spark.databricks.delta.write.txnAppId", app_id)
-    conf.set("spark.databricks.delta.write.txnVersion", str(version))
-    try:
+    settings = {
+        "spark.databricks.delta.write.txnAppId": app_id,
+        "spark.databricks.delta.write.txnVersion": str(version),
+    }
+    with session_settings(spark, settings):
         yield
-    finally:
-        conf.unset("spark.databricks.delta.write.txnAppId")
-        conf.unset("spark.databricks.delta.write.txnVersion")
