@@ -468,11 +468,11 @@ def session_settings(spark: SparkSession, settings: Mapping[str, str]) -> Iterat
     try:
         yield
     finally:
-        for key, value in before.items():
-            if value is None:
+        for key, old in before.items():
+            if old is None:
                 conf.unset(key)
             else:
-                conf.set(key, value)
+                conf.set(key, old)
 
 
 # A MERGE reads its source twice (the files it touches, then the rewrite) and by default first
