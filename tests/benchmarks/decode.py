@@ -29,7 +29,6 @@ import json
 import os
 import random
 import struct
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -318,20 +317,7 @@ def report(codec: str, out: dict[str, object]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, object]]:
     parser = options.parser("decode", __doc__)
-    parser.add_argument("--size-mib", type=float, default=256, help="segment size (default 256)")
-    parser.add_argument(
-        "--codec",
-        action="append",
-        choices=[c.label for c in Compression],
-        help="repeatable (default: lz4 and none)",
-    )
-    parser.add_argument(
-        "--dir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "segcompact-bench",
-        help="where generated segments are cached",
-    )
-    parser.add_argument("--repeat", type=int, default=3, help="runs per reader; the best counts")
+    options.add_codec_segments(parser, "runs per reader")
     parser.add_argument(
         "--pure-mib",
         type=float,
@@ -342,11 +328,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, object]]:
     builder = type(column_builder()).__name__
     print(f"decode benchmark: builder {builder}, best of {args.repeat}, segments in {args.dir}")
     out = {}
-    for label in args.codec or ["lz4", "none"]:
-        out[label] = run_codec(
-            args.dir, Compression.from_str(label), args.size_mib, args.repeat, args.pure_mib
-        )
-        report(label, out[label])
+    for codec in options.codecs(args):
+        out[codec.label] = run_codec(args.dir, codec, args.size_mib, args.repeat, args.pure_mib)
+        report(codec.label, out[codec.label])
     options.write_json(args, out)
     return out
 

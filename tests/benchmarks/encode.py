@@ -195,30 +195,15 @@ def report(codec: str, out: dict[str, Any]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
     parser = options.parser("encode", __doc__)
-    parser.add_argument("--size-mib", type=float, default=256, help="segment size (default 256)")
-    parser.add_argument(
-        "--codec",
-        action="append",
-        choices=[c.label for c in Compression],
-        help="repeatable (default: lz4 and none)",
-    )
-    parser.add_argument(
-        "--dir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "segcompact-bench",
-        help="where generated segments are cached",
-    )
-    parser.add_argument("--repeat", type=int, default=3, help="runs per writer; the best counts")
+    options.add_codec_segments(parser, "runs per writer")
     parser.add_argument(
         "--pure-records", type=int, default=50_000, help="records encoded with pure=True"
     )
     args = parser.parse_args(argv)
     out = {}
-    for label in args.codec or ["lz4", "none"]:
-        out[label] = run_codec(
-            args.dir, Compression.from_str(label), args.size_mib, args.repeat, args.pure_records
-        )
-        report(label, out[label])
+    for codec in options.codecs(args):
+        out[codec.label] = run_codec(args.dir, codec, args.size_mib, args.repeat, args.pure_records)
+        report(codec.label, out[codec.label])
     options.write_json(args, out)
     return out
 

@@ -9,6 +9,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from segcompact.format.attributes import Compression
+
 
 def parser(module: str, doc: str | None, *, json_file: bool = True) -> argparse.ArgumentParser:
     """``python -m tests.benchmarks.<module>``'s parser, its docstring as help, with
@@ -55,3 +57,27 @@ def spark_conf_dir(args: argparse.Namespace, work: Path) -> Path:
     empty = work / "spark-conf"
     empty.mkdir(parents=True, exist_ok=True)
     return empty
+
+
+def add_codec_segments(parser: argparse.ArgumentParser, runs: str) -> None:
+    """The codec benchmarks' segments: ``--size-mib``, ``--codec`` (repeatable), ``--dir`` where
+    they are cached, ``--repeat`` (``runs``: of what, the best counting)."""
+    parser.add_argument("--size-mib", type=float, default=256, help="segment size (default 256)")
+    parser.add_argument(
+        "--codec",
+        action="append",
+        choices=[c.label for c in Compression],
+        help="repeatable (default: lz4 and none)",
+    )
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "segcompact-bench",
+        help="where generated segments are cached",
+    )
+    parser.add_argument("--repeat", type=int, default=3, help=f"{runs}; the best counts")
+
+
+def codecs(args: argparse.Namespace) -> list[Compression]:
+    """``--codec``'s, lz4 and none by default."""
+    return [Compression.from_str(label) for label in args.codec or ["lz4", "none"]]

@@ -55,7 +55,32 @@ def rows(
     base_timestamp: int,
 ) -> pa.Table:
     """:data:`ROWS` of records at ``offsets`` (rising) with these keys; a record's timestamp is
-    ``base_timestamp`` plus its offset in milliseconds."""
+    ``base_timestamp`` plus its offset in milliseconds. Chunks of :data:`CHUNK_RECORDS`, as
+    Spark hands them over (one binary array's 32-bit offsets hold 2 GiB)."""
+    chunks = [
+        _chunk(offsets[i:j], keys[i:j], tombstones[i:j], pool, rng, base_timestamp)
+        for i, j in _bounds(len(offsets))
+    ]
+    if not chunks:
+        return _chunk(offsets, keys, tombstones, pool, rng, base_timestamp)
+    return pa.concat_tables(chunks)
+
+
+CHUNK_RECORDS = 1 << 20
+
+
+def _bounds(n: int) -> list[tuple[int, int]]:
+    return [(i, min(n, i + CHUNK_RECORDS)) for i in range(0, n, CHUNK_RECORDS)]
+
+
+def _chunk(
+    offsets: NDArray[np.int64],
+    keys: NDArray[np.int64],
+    tombstones: NDArray[np.bool_],
+    pool: pa.BinaryArray,
+    rng: np.random.Generator,
+    base_timestamp: int,
+) -> pa.Table:
     n = len(offsets)
     values = pc.take(pool, pa.array(rng.integers(0, len(pool), n)))
     values = pc.if_else(pa.array(tombstones), pa.scalar(None, pa.binary()), values)

@@ -5,12 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.memory_records import MemoryRecords
 
-from segcompact.compaction.output import OutputRecord, output_rows, write_partition
+from segcompact.compaction import output
+from segcompact.compaction.output import OutputRecord, output_rows, slices, write_partition
 from segcompact.format.attributes import Compression
 from segcompact.format.batch import build_batch
 from segcompact.format.columns import PyColumnBuilder, encode_columns
@@ -186,3 +188,44 @@ def test_c_encoder_refuses_what_does_not_fit() -> None:
         encode_columns(columns, 0, 2, 0, 0)
     with pytest.raises(ValueError, match="column 5 holds"):
         encode_columns(columns._replace(key_offsets=b"\0" * 4), 0, 1, 0, 0)
+
+
+def _with_headers(offset: int) -> OutputRecord:
+    headers = (("h", b"x" * (offset % 40)), ("n", None))
+    return OutputRecord(offset, 1_000 + offset, b"k%d" % offset, b"v" * 30, headers, 0, False, None)
+
+
+def test_slices_bound_the_bytes_of_keys_values_and_headers() -> None:
+    records = [_with_headers(o) for o in range(100)]
+    rows = pa.concat_tables([output_rows(records[:37]), output_rows(records[37:])])  # 2 chunks
+    parts = list(slices(rows, 400))
+    assert pa.concat_tables(parts).to_pylist() == rows.to_pylist()
+    for part in parts:
+        sizes = [
+            len(r["key"]) + len(r["value"]) + sum(len(h["value"] or b"") + 1 for h in r["headers"])
+            for r in part.to_pylist()
+        ]
+        assert sum(sizes) <= 400 or len(sizes) == 1
+    assert len(parts) > 10
+    assert [p.num_rows for p in slices(rows, 1 << 30)] == [100]
+
+
+def test_records_are_encoded_slice_by_slice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However large the partition, the encoder sees slices of bounded bytes (its buffers
+    have 32-bit offsets); a batch never spans two, and each is still build_batch's."""
+    records = [_with_headers(o) for o in range(0, 300, 3)]
+    whole = _write(tmp_path / "whole", records, log_end_offset=298)
+    monkeypatch.setattr(output, "SLICE_BYTES", 500)
+    sliced = _write(tmp_path / "sliced", records, log_end_offset=298)
+    batches = [b for p in sliced for b in read_batches(LocalInputFile(p))]
+    assert len(batches) > len([b for p in whole for b in read_batches(LocalInputFile(p))])
+    by_offset = {r.offset: r for r in records}
+    for path, batch in ((p, b) for p in sliced for b in read_batches(LocalInputFile(p))):
+        group = [by_offset[rec.offset] for rec in batch.records()]
+        expect = build_batch(
+            [Record(g.offset, g.timestamp, g.key, g.value, g.headers, 0) for g in group]
+        )
+        assert path.read_bytes()[batch.position : batch.position + batch.size] == expect
+    assert [rec.offset for b in batches for rec in b.records()] == [r.offset for r in records]

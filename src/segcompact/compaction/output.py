@@ -40,6 +40,9 @@ _MAX_RELATIVE = 0x7FFFFFFF
 # A record's fixed overhead in a batch, about (length, attributes, deltas, sizes).
 _RECORD_OVERHEAD = 24
 _HEADER_OVERHEAD = 4
+# Records are encoded from slices of about this many bytes: buffers with 32-bit offsets, and a
+# bounded copy however large the partition.
+SLICE_BYTES = 64 << 20
 
 # What write_partition reads: a partition's retained records, in offset order.
 ROWS = pa.schema(
@@ -131,14 +134,47 @@ def batch_bounds(
         start = stop
 
 
+def _binary_lengths(values: pa.ChunkedArray | pa.Array) -> NDArray[np.int64]:
+    lengths: NDArray[np.int64] = pc.fill_null(pc.binary_length(values), 0).to_numpy()
+    return lengths.astype(np.int64)
+
+
+def slices(rows: pa.Table, slice_bytes: int) -> Iterator[pa.Table]:
+    """Consecutive slices of ``rows``, each of at most ``slice_bytes`` of keys, values and
+    headers, or one record."""
+    n = rows.num_rows
+    headers = rows.column("headers")
+    flat = pc.list_flatten(headers)
+    header_bytes = np.bincount(
+        pc.list_parent_indices(headers).to_numpy(),
+        weights=_binary_lengths(pc.struct_field(flat, "key"))
+        + _binary_lengths(pc.struct_field(flat, "value")),
+        minlength=n,
+    )
+    sizes = _binary_lengths(rows.column("key")) + _binary_lengths(rows.column("value"))
+    total = np.concatenate([[0], np.cumsum(sizes + header_bytes.astype(np.int64))])
+    start = 0
+    while start < n:
+        stop = int(np.searchsorted(total, total[start] + slice_bytes, side="right")) - 1
+        stop = max(start + 1, stop)
+        yield rows.slice(start, stop - start)
+        start = stop
+
+
 def _batches(
     rows: pa.Table, compression: Compression, batch_bytes: int, pure: bool
 ) -> Iterator[tuple[int, bytes]]:
-    """``(last offset, encoded batch)`` for consecutive groups of about ``batch_bytes``.
+    """``(last offset, encoded batch)`` for consecutive groups of about ``batch_bytes``, none
+    across two :func:`slices`.
 
     A group holding tombstones carries KIP-534's delete horizon: the latest of theirs."""
-    if not rows.num_rows:
-        return
+    for part in slices(rows, SLICE_BYTES):
+        yield from _slice_batches(part, compression, batch_bytes, pure)
+
+
+def _slice_batches(
+    rows: pa.Table, compression: Compression, batch_bytes: int, pure: bool
+) -> Iterator[tuple[int, bytes]]:
     columns = column_buffers(rows)
     offsets = np.frombuffer(columns.offset, np.int64)
     timestamps = np.frombuffer(columns.timestamp, np.int64)

@@ -220,8 +220,9 @@ def column_buffers(rows: pa.Table) -> ColumnBuffers:
         values: np.ndarray = column(name).to_numpy(zero_copy_only=False)
         return values.astype(kind).tobytes()
 
-    headers = column("headers")
-    hkeys, hvalues = headers.values.flatten()
+    headers = column("headers")  # may be a slice: its own headers, offsets from 0
+    hkeys, hvalues = headers.flatten().flatten()
+    header_offsets = headers.offsets.to_numpy()
     key, value = binary_buffers(column("key")), binary_buffers(column("value"))
     hkey, hvalue = binary_buffers(hkeys), binary_buffers(hvalues)
     return ColumnBuffers(
@@ -236,7 +237,7 @@ def column_buffers(rows: pa.Table) -> ColumnBuffers:
         value_offsets=value[0],
         value_data=value[1],
         value_valid=value[2],
-        header_offsets=headers.offsets.to_numpy().astype(np.int32).tobytes(),
+        header_offsets=(header_offsets - header_offsets[0]).astype(np.int32).tobytes(),
         header_count=len(hkeys),
         hkey_offsets=hkey[0],
         hkey_data=hkey[1],
