@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 from kafka.record.memory_records import MemoryRecords
 
 from segcompact.compaction import output
-from segcompact.compaction.output import OutputRecord, output_rows, slices, write_partition
+from segcompact.compaction.output import (
+    OutputRecord,
+    in_offset_order,
+    output_rows,
+    slices,
+    write_partition,
+)
 from segcompact.format.attributes import Compression
 from segcompact.format.batch import build_batch
 from segcompact.format.columns import PyColumnBuilder, encode_columns
@@ -229,3 +235,16 @@ def test_records_are_encoded_slice_by_slice(
         )
         assert path.read_bytes()[batch.position : batch.position + batch.size] == expect
     assert [rec.offset for b in batches for rec in b.records()] == [r.offset for r in records]
+
+
+def test_rows_in_any_order_are_written_as_in_offset_order(tmp_path: Path) -> None:
+    """The materialiser gets a partition's rows in shuffle order, in chunks; sorting them takes
+    64-bit offsets (more than 2 GiB may come), which the encoder takes back slice by slice."""
+    records = [_with_headers(o) for o in range(0, 300, 3)]
+    shuffled = output_rows(records[::-1])
+    rows = in_offset_order(pa.concat_tables([shuffled.slice(0, 40), shuffled.slice(40)]))
+    assert rows.schema.field("value").type == pa.large_binary()
+    assert rows.column("offset").to_pylist() == [r.offset for r in records]
+    ours = write_partition(LocalOutputDirectory(tmp_path / "a"), rows, log_end_offset=300)
+    plain = _write(tmp_path / "b", records, log_end_offset=300)
+    assert [(tmp_path / "a" / w.name).read_bytes() for w in ours] == [p.read_bytes() for p in plain]

@@ -93,6 +93,17 @@ def output_rows(records: Iterable[OutputRecord]) -> pa.Table:
     )
 
 
+_LARGE_HEADERS = pa.list_(pa.struct([("key", pa.large_string()), ("value", pa.large_binary())]))
+
+
+def in_offset_order(rows: pa.Table) -> pa.Table:
+    """``rows`` sorted by ``offset``. Sorting makes one array of each column, so keys, values
+    and headers move to 64-bit offsets first: a partition may hold more than 2 GiB of them."""
+    large = {"key": pa.large_binary(), "value": pa.large_binary(), "headers": _LARGE_HEADERS}
+    schema = pa.schema([f.with_type(large.get(f.name, f.type)) for f in rows.schema])
+    return rows.cast(schema).sort_by("offset")
+
+
 def record_sizes(columns: ColumnBuffers) -> NDArray[np.int64]:
     """About the bytes each record takes in a batch: its key, value and headers' bytes plus a
     record's (and each header's) fixed overhead."""

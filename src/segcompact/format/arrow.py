@@ -213,8 +213,8 @@ def column_buffers(rows: pa.Table) -> ColumnBuffers:
 
     def column(name: str) -> pa.Array:
         values = rows.column(name).combine_chunks()
-        small = _SMALL.get(values.type)
-        return values if small is None else values.cast(small)
+        small = _SMALL.get(name)
+        return values if small is None or values.type == small else values.cast(small)
 
     def fixed(name: str, kind: type[np.generic]) -> bytes:
         values: np.ndarray = column(name).to_numpy(zero_copy_only=False)
@@ -247,12 +247,9 @@ def column_buffers(rows: pa.Table) -> ColumnBuffers:
     )
 
 
-# Spark may hand over 64-bit offsets (spark.sql.execution.arrow.useLargeVarTypes).
-_SMALL = {
-    pa.large_binary(): pa.binary(),
-    pa.large_string(): pa.string(),
-    pa.large_list(HEADER): pa.list_(HEADER),
-}
+# The encoder reads 32-bit offsets; Spark may hand over 64-bit ones
+# (spark.sql.execution.arrow.useLargeVarTypes), and so may a caller with more than 2 GiB.
+_SMALL = {"key": pa.binary(), "value": pa.binary(), "headers": pa.list_(HEADER)}
 
 
 def binary_buffers(values: pa.Array) -> tuple[bytes, memoryview | bytes, bytes]:

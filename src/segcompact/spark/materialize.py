@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from segcompact.clock import Clock
-from segcompact.compaction.output import ROWS, record_sizes, write_partition
+from segcompact.compaction.output import ROWS, in_offset_order, record_sizes, write_partition
 from segcompact.compaction.rules import is_young
 from segcompact.compaction.triggers import Reason
 from segcompact.config import CompactorConfig, TombstoneMode
@@ -82,7 +82,7 @@ def _codec(topic_codec: Compression | None, input_codec: int | None) -> Compress
 
 def write_plan(plan: Plan, rows: pa.Table) -> dict[str, Any]:
     """Write one partition's rows (any order) as the segments of ``plan``; runs on executors."""
-    rows = rows.sort_by("offset")
+    rows = in_offset_order(rows)
     raw = rows.column("raw").to_numpy()
     tombstone = rows.column("tombstone").to_numpy()
     horizons = _millis(rows.column("delete_horizon"))
