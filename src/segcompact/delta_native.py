@@ -105,7 +105,12 @@ def smallest(table: DeltaTable, column: str) -> Any:
 def vacuum(table: DeltaTable) -> bool:
     """VACUUM with the table's own ``delta.deletedFileRetentionDuration`` and the retention check
     on, files unknown to the log included (what a failed write left). False when delta-rs cannot
-    write this table's protocol (Spark's VACUUM then does it)."""
+    write this table's protocol or may not know all its files (Spark's VACUUM then does it).
+
+    A table with reader features is refused: delta-rs (1.6) does not count a deletion vector's
+    file as live and would delete the live ones older than the retention."""
+    if table.protocol().reader_features:
+        return False
     try:
         table.vacuum(dry_run=False, enforce_retention_duration=True, full=True)
     except DeltaError:

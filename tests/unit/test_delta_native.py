@@ -48,7 +48,7 @@ def test_local_path_of_a_location() -> None:
     assert delta_native.local_path("dbfs:/state") is None
 
 
-def test_read_filters_rows_and_columns_and_refuses_deletion_vectors(tmp_path: Path) -> None:
+def test_read_filters_rows_and_columns_and_deletion_vectors_go_to_spark(tmp_path: Path) -> None:
     table = tmp_path / "t"
     write_deltalake(str(table), pa.table({"k": [1, 2, 3], "v": ["a", "b", "c"]}))
     rows = delta_native.read(delta_native.open_table(str(table)), ["k"], pc.field("k") >= 2)
@@ -59,6 +59,9 @@ def test_read_filters_rows_and_columns_and_refuses_deletion_vectors(tmp_path: Pa
     write_deltalake(str(dv), pa.table({"k": [1]}), configuration=config)
     assert delta_native.read(delta_native.open_table(str(dv)), None, None) is None, (
         "delta-rs cannot read deletion vectors: the caller must ask Spark"
+    )
+    assert not delta_native.vacuum(delta_native.open_table(str(dv))), (
+        "delta-rs would delete live deletion vectors: Spark must vacuum"
     )
 
 
