@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: setup demo test lint bench bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory soak golden clean java chromium minio crds bundle-schema
+.PHONY: setup demo test lint bench bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory soak golden clean java chromium minio crds bundle-schema
 
 setup: java $(BIN)/.installed $(DELTA_JARS) $(S3_JARS)
 
@@ -85,6 +85,14 @@ test: setup chromium $(KAFKA_JARS) $(MINIO) crds
 
 bench: setup
 	$(BIN)/python -m tests.benchmarks.decode --size-mib 256
+
+# Encoding records into v2 batches, beside kafka-python's builder and the lz4 + CRC floor.
+bench-encode: setup
+	$(BIN)/python -m tests.benchmarks.encode --size-mib 64
+
+# 1 GiB through `run --once` beside the plain pattern (binaryFile + kafka-python + one MERGE).
+bench-e2e: setup
+	$(BIN)/python -m tests.benchmarks.e2e
 
 # Kafka's own log cleaner (a real broker, one cleaner thread) beside `segcompact run --once`, on
 # the same broker-written log: MB per CPU second of each, and a check that both kept the same.
