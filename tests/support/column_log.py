@@ -46,6 +46,9 @@ def value_pool(rng: random.Random, size: int = 4096) -> pa.BinaryArray:
     return pa.array([value_bytes(rng, i) for i in range(size)], pa.binary())
 
 
+CHUNK_RECORDS = 1 << 20
+
+
 def rows(
     offsets: NDArray[np.int64],
     keys: NDArray[np.int64],
@@ -57,31 +60,12 @@ def rows(
     """:data:`ROWS` of records at ``offsets`` (rising) with these keys; a record's timestamp is
     ``base_timestamp`` plus its offset in milliseconds. Chunks of :data:`CHUNK_RECORDS`, as
     Spark hands them over (one binary array's 32-bit offsets hold 2 GiB)."""
-    chunks = [
-        _chunk(offsets[i:j], keys[i:j], tombstones[i:j], pool, rng, base_timestamp)
-        for i, j in _bounds(len(offsets))
-    ]
-    if not chunks:
-        return _chunk(offsets, keys, tombstones, pool, rng, base_timestamp)
-    return pa.concat_tables(chunks)
-
-
-CHUNK_RECORDS = 1 << 20
-
-
-def _bounds(n: int) -> list[tuple[int, int]]:
-    return [(i, min(n, i + CHUNK_RECORDS)) for i in range(0, n, CHUNK_RECORDS)]
-
-
-def _chunk(
-    offsets: NDArray[np.int64],
-    keys: NDArray[np.int64],
-    tombstones: NDArray[np.bool_],
-    pool: pa.BinaryArray,
-    rng: np.random.Generator,
-    base_timestamp: int,
-) -> pa.Table:
     n = len(offsets)
+    if n > CHUNK_RECORDS:
+        return pa.concat_tables(
+            rows(offsets[i:j], keys[i:j], tombstones[i:j], pool, rng, base_timestamp)
+            for i, j in ((i, min(n, i + CHUNK_RECORDS)) for i in range(0, n, CHUNK_RECORDS))
+        )
     values = pc.take(pool, pa.array(rng.integers(0, len(pool), n)))
     values = pc.if_else(pa.array(tombstones), pa.scalar(None, pa.binary()), values)
     no_headers = pa.ListArray.from_arrays(
