@@ -18,6 +18,7 @@ from segcompact.publication import VERSIONS
 from segcompact.samples import generate_partition
 from segcompact.spark.delete_records import delete_records
 from segcompact.spark.status import partition_status
+from segcompact.spark.tables import session_settings
 from segcompact.storage import LocalInputFile
 from tests.spark.test_compactor import MIN_LAG_MS, RETENTION_MS, START_MS, Scenario
 
@@ -162,6 +163,34 @@ def test_records_younger_than_the_lag_stay_raw_until_they_may_be_compacted(
     assert not s.model.young
     assert _version_of(link) == "v2"
     assert output(tmp_path, "by-age", 0) == s.model.output("by-age", 0)
+
+
+def test_partitions_sharing_a_task_and_its_batches_are_each_written_whole(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The materialiser streams a task's rows, sorted by partition and offset, a batch at a
+    time: batches holding the end of one partition and the start of the next, and partitions
+    spread over many batches, still give each partition its whole output."""
+    s = Scenario(spark, tmp_path)
+    rnd = random.Random(7)
+    partitions = [("by-offset", 0), ("by-offset", 1), ("by-flag", 0)]
+    arrivals = [(*tp, seg) for tp in partitions for seg in generate_partition(rnd, records=80)]
+    young = generate_partition(rnd, ordered_timestamps=True)  # raw rows too
+    s.arrive([*arrivals, *(("by-age", 0, seg) for seg in young)])
+    one_task_small_batches = {
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "7",
+        "spark.sql.shuffle.partitions": "1",
+        "spark.sql.adaptive.enabled": "false",
+    }
+    with session_settings(spark, one_task_small_batches):
+        results = s.compactor.materializer.run(force=True)
+    written = [*partitions, ("by-age", 0)]
+    assert sorted((r["topic"], r["partition"]) for r in results) == sorted(written)
+    for topic, partition in written:
+        assert output(tmp_path, topic, partition) == s.model.output(topic, partition)
+    by_age = next(r for r in results if r["topic"] == "by-age")
+    assert by_age["dirty_bytes"] > 0 and by_age["first_dirty"] is not None
+    s.check()
 
 
 def _version_name(directory: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from kafka.record.memory_records import MemoryRecords
 from segcompact.compaction import output
 from segcompact.compaction.output import (
     OutputRecord,
-    in_offset_order,
+    PartitionWriter,
     output_rows,
     slices,
     write_partition,
@@ -171,7 +172,9 @@ def test_batches_are_byte_for_byte_the_pure_batch_builders(
 def test_c_encoder_is_byte_for_byte_the_pure_one(
     records: list[Record], base_timestamp: int, base_offset_back: int
 ) -> None:
-    base_offset = max(0, records[0].offset - base_offset_back % (2**31))
+    # At most 2**31 - 1 below the last record: a record's offset delta is a 32-bit varint.
+    lowest = max(0, records[-1].offset - 0x7FFFFFFF)
+    base_offset = max(lowest, records[0].offset - base_offset_back % (2**31))
     builder = PyColumnBuilder()
     payload = encode_records(records, base_offset, base_timestamp)
     builder.append(payload, len(records), base_offset, base_timestamp, 0)
@@ -237,14 +240,42 @@ def test_records_are_encoded_slice_by_slice(
     assert [rec.offset for b in batches for rec in b.records()] == [r.offset for r in records]
 
 
-def test_rows_in_any_order_are_written_as_in_offset_order(tmp_path: Path) -> None:
-    """The materialiser gets a partition's rows in shuffle order, in chunks; sorting them takes
-    64-bit offsets (more than 2 GiB may come), which the encoder takes back slice by slice."""
+@pytest.mark.parametrize("cuts", [[1], [40, 41], [7, 50, 51, 99]])
+def test_a_partition_added_in_parts_is_written_as_a_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cuts: list[int]
+) -> None:
+    """The materialiser gets a partition's rows a batch at a time and holds about a slice of
+    them: however they are cut, the bytes are the whole's, slices and all."""
+    monkeypatch.setattr(output, "SLICE_BYTES", 700)
     records = [_with_headers(o) for o in range(0, 300, 3)]
-    shuffled = output_rows(records[::-1])
-    rows = in_offset_order(pa.concat_tables([shuffled.slice(0, 40), shuffled.slice(40)]))
-    assert rows.schema.field("value").type == pa.large_binary()
-    assert rows.column("offset").to_pylist() == [r.offset for r in records]
-    ours = write_partition(LocalOutputDirectory(tmp_path / "a"), rows, log_end_offset=300)
-    plain = _write(tmp_path / "b", records, log_end_offset=300)
-    assert [(tmp_path / "a" / w.name).read_bytes() for w in ours] == [p.read_bytes() for p in plain]
+    whole = _write(tmp_path / "whole", records, log_end_offset=300, segment_bytes=2_000)
+    writer = PartitionWriter(
+        LocalOutputDirectory(tmp_path / "parts"), log_end_offset=300, segment_bytes=2_000
+    )
+    held = []
+    for start, stop in pairwise([0, *cuts, len(records)]):
+        writer.add(output_rows(records[start:stop]))
+        held.append(sum(t.num_rows for t in writer._pending))
+    parts = writer.close()
+    assert max(held) < 40  # about a slice, never the whole partition
+    assert [w.name for w in parts] == [p.name for p in whole]
+    assert [(tmp_path / "parts" / w.name).read_bytes() for w in parts] == [
+        p.read_bytes() for p in whole
+    ]
+
+
+def test_a_partition_with_no_record_left_is_its_log_end_alone(tmp_path: Path) -> None:
+    (written,) = PartitionWriter(LocalOutputDirectory(tmp_path), log_end_offset=42).close()
+    (batch,) = read_batches(LocalInputFile(tmp_path / written.name))
+    assert (batch.base_offset, batch.last_offset, list(batch.records())) == (41, 41, [])
+
+
+def test_a_segment_holds_its_batches_last_offsets(tmp_path: Path) -> None:
+    """As Kafka rolls a segment when a batch's last offset would not fit its 32-bit relative
+    offsets: a first batch ending past 2**31 - 1 above the log start starts its own segment."""
+    records = [out(o) for o in range(2**31 - 10, 2**31 + 10)]
+    (path,) = _write(tmp_path, records, log_end_offset=2**31 + 10)
+    assert path.name == f"{2**31 - 10:020d}.log"
+    assert [r.offset for b in read_batches(LocalInputFile(path)) for r in b.records()] == [
+        r.offset for r in records
+    ]

@@ -2,8 +2,10 @@
 
 Pure: Arrow rows in (:data:`ROWS`), files out through ``SegmentWriter`` into an
 ``OutputDirectory`` the caller gives. The materialiser gives it one partition's retained records
-in offset order. Records are encoded from the columns' buffers in C (``columns.encode_columns``,
-byte for byte the pure encoder's); Python runs once per batch, not per record.
+in offset order, a part at a time (:class:`PartitionWriter`), and it holds about a slice of them
+(:data:`SLICE_BYTES`) at once, however large the partition. Records are encoded from the
+columns' buffers in C (``columns.encode_columns``, byte for byte the pure encoder's); Python runs
+once per batch, not per record.
 
 - Records keep their offsets and timestamps; batches are regrouped up to ``batch_bytes``.
 - A batch holding tombstones carries KIP-534's delete horizon (bit 6, base timestamp) no
@@ -20,7 +22,9 @@ byte for byte the pure encoder's); Python runs once per batch, not per record.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -93,17 +97,6 @@ def output_rows(records: Iterable[OutputRecord]) -> pa.Table:
     )
 
 
-_LARGE_HEADERS = pa.list_(pa.struct([("key", pa.large_string()), ("value", pa.large_binary())]))
-
-
-def in_offset_order(rows: pa.Table) -> pa.Table:
-    """``rows`` sorted by ``offset``. Sorting makes one array of each column, so keys, values
-    and headers move to 64-bit offsets first: a partition may hold more than 2 GiB of them."""
-    large = {"key": pa.large_binary(), "value": pa.large_binary(), "headers": _LARGE_HEADERS}
-    schema = pa.schema([f.with_type(large.get(f.name, f.type)) for f in rows.schema])
-    return rows.cast(schema).sort_by("offset")
-
-
 def record_sizes(columns: ColumnBuffers) -> NDArray[np.int64]:
     """About the bytes each record takes in a batch: its key, value and headers' bytes plus a
     record's (and each header's) fixed overhead."""
@@ -150,20 +143,29 @@ def _binary_lengths(values: pa.ChunkedArray | pa.Array) -> NDArray[np.int64]:
     return lengths.astype(np.int64)
 
 
-def slices(rows: pa.Table, slice_bytes: int) -> Iterator[pa.Table]:
-    """Consecutive slices of ``rows``, each of at most ``slice_bytes`` of keys, values and
-    headers, or one record."""
-    n = rows.num_rows
+def _record_bytes(rows: pa.Table) -> NDArray[np.int64]:
+    """The bytes of each record's key, value and headers."""
     headers = rows.column("headers")
     flat = pc.list_flatten(headers)
     header_bytes = np.bincount(
         pc.list_parent_indices(headers).to_numpy(),
         weights=_binary_lengths(pc.struct_field(flat, "key"))
         + _binary_lengths(pc.struct_field(flat, "value")),
-        minlength=n,
+        minlength=rows.num_rows,
     )
-    sizes = _binary_lengths(rows.column("key")) + _binary_lengths(rows.column("value"))
-    total = np.concatenate([[0], np.cumsum(sizes + header_bytes.astype(np.int64))])
+    sizes: NDArray[np.int64] = (
+        _binary_lengths(rows.column("key"))
+        + _binary_lengths(rows.column("value"))
+        + header_bytes.astype(np.int64)
+    )
+    return sizes
+
+
+def slices(rows: pa.Table, slice_bytes: int) -> Iterator[pa.Table]:
+    """Consecutive slices of ``rows``, each of at most ``slice_bytes`` of keys, values and
+    headers, or one record."""
+    n = rows.num_rows
+    total = np.concatenate([[0], np.cumsum(_record_bytes(rows))])
     start = 0
     while start < n:
         stop = int(np.searchsorted(total, total[start] + slice_bytes, side="right")) - 1
@@ -175,17 +177,9 @@ def slices(rows: pa.Table, slice_bytes: int) -> Iterator[pa.Table]:
 def _batches(
     rows: pa.Table, compression: Compression, batch_bytes: int, pure: bool
 ) -> Iterator[tuple[int, bytes]]:
-    """``(last offset, encoded batch)`` for consecutive groups of about ``batch_bytes``, none
-    across two :func:`slices`.
-
-    A group holding tombstones carries KIP-534's delete horizon: the latest of theirs."""
-    for part in slices(rows, SLICE_BYTES):
-        yield from _slice_batches(part, compression, batch_bytes, pure)
-
-
-def _slice_batches(
-    rows: pa.Table, compression: Compression, batch_bytes: int, pure: bool
-) -> Iterator[tuple[int, bytes]]:
+    """``(last offset, encoded batch)`` for consecutive groups of about ``batch_bytes`` of one
+    slice's records. A group holding tombstones carries KIP-534's delete horizon: the latest of
+    theirs."""
     columns = column_buffers(rows)
     offsets = np.frombuffer(columns.offset, np.int64)
     timestamps = np.frombuffer(columns.timestamp, np.int64)
@@ -221,58 +215,116 @@ class WrittenSegment:
     size: int
 
 
+class PartitionWriter:
+    """Writes one partition's records (:data:`ROWS`) as segments into ``directory``, given in
+    offset order a part at a time (:meth:`add`); :meth:`close` ends the partition at its log end
+    offset and returns the logs written. It holds about a slice of records
+    (:data:`SLICE_BYTES`), however large the partition, and writes the same bytes however the
+    records were split. ``pure``: records encoded in Python (the twin the C encoder is held to).
+    """
+
+    def __init__(
+        self,
+        directory: OutputDirectory,
+        *,
+        log_end_offset: int,
+        log_start_offset: int = 0,
+        compression: Compression = Compression.NONE,
+        segment_bytes: int = 1 << 30,
+        index_interval_bytes: int = 4096,
+        batch_bytes: int = DEFAULT_BATCH_BYTES,
+        pure: bool = False,
+    ) -> None:
+        self.directory = directory
+        self.log_end_offset = log_end_offset
+        self.log_start_offset = log_start_offset
+        self.compression = compression
+        self.segment_bytes = segment_bytes
+        self.index_interval_bytes = index_interval_bytes
+        self.batch_bytes = batch_bytes
+        self.pure = pure
+        self.written: list[WrittenSegment] = []
+        self._segment: SegmentWriter | None = None
+        self._last = -1
+        self._pending: list[pa.Table] = []
+        self._pending_bytes = 0
+
+    def add(self, rows: pa.Table) -> None:
+        """Records following the ones added before, in offset order."""
+        self._pending.append(rows)
+        self._pending_bytes += int(_record_bytes(rows).sum())
+        if self._pending_bytes <= SLICE_BYTES:
+            return
+        *full, rest = slices(pa.concat_tables(self._pending), SLICE_BYTES)
+        with self._closed_on_error():
+            for part in full:
+                self._encode(part)
+        self._pending = [rest]
+        self._pending_bytes = int(_record_bytes(rest).sum())
+
+    def close(self) -> list[WrittenSegment]:
+        with self._closed_on_error():
+            for part in (
+                slices(pa.concat_tables(self._pending), SLICE_BYTES) if self._pending else ()
+            ):
+                self._encode(part)
+            self._pending = []
+            end = self.log_end_offset - 1
+            if self.log_end_offset > 0 and self._last < end:
+                self._append(end, end, build_batch([], base_offset=end, last_offset=end))
+        if self._segment is not None:
+            self._close_segment()
+        return self.written
+
+    @contextmanager
+    def _closed_on_error(self) -> Iterator[None]:
+        try:
+            yield
+        except BaseException:
+            if self._segment is not None:
+                self._close_segment()
+            raise
+
+    def _encode(self, part: pa.Table) -> None:
+        for last_offset, batch in _batches(part, self.compression, self.batch_bytes, self.pure):
+            if last_offset >= self.log_end_offset:
+                raise ValueError(
+                    f"record at offset {last_offset} is past the log end offset "
+                    f"{self.log_end_offset}"
+                )
+            self._append(LOG_OVERHEAD.unpack_from(batch)[0], last_offset, batch)
+            self._last = last_offset
+
+    def _close_segment(self) -> None:
+        assert self._segment is not None
+        segment, self._segment = self._segment, None
+        segment.close()
+        self.written.append(WrittenSegment(segment.log_name, segment.size))
+
+    def _append(self, base_offset: int, last_offset: int, batch: bytes) -> None:
+        # As Kafka's log rolls: a segment must hold the batch's last offset relative to its base.
+        segment = self._segment
+        if segment is not None and (
+            segment.size + len(batch) > self.segment_bytes
+            or last_offset - segment.base_offset > _MAX_RELATIVE
+        ):
+            self._close_segment()
+            segment = None
+        if segment is None:
+            segment_base = base_offset
+            if not self.written and 0 <= last_offset - self.log_start_offset <= _MAX_RELATIVE:
+                segment_base = self.log_start_offset
+            segment = self._segment = SegmentWriter(
+                self.directory, segment_base, index_interval_bytes=self.index_interval_bytes
+            )
+        segment.append(batch)
+
+
 def write_partition(
-    directory: OutputDirectory,
-    rows: pa.Table,
-    *,
-    log_end_offset: int,
-    log_start_offset: int = 0,
-    compression: Compression = Compression.NONE,
-    segment_bytes: int = 1 << 30,
-    index_interval_bytes: int = 4096,
-    batch_bytes: int = DEFAULT_BATCH_BYTES,
-    pure: bool = False,
+    directory: OutputDirectory, rows: pa.Table, **settings: Any
 ) -> list[WrittenSegment]:
     """Write ``rows`` (:data:`ROWS`, offset order) as segments into ``directory``; return the
-    logs written. ``pure``: records encoded in Python (the twin the C encoder is held to)."""
-    written: list[WrittenSegment] = []
-    writer: SegmentWriter | None = None
-    last = -1
-
-    def close() -> None:
-        assert writer is not None
-        writer.close()
-        written.append(WrittenSegment(writer.log_name, writer.size))
-
-    def append(base_offset: int, batch: bytes) -> None:
-        nonlocal writer
-        if writer is not None and (
-            writer.size + len(batch) > segment_bytes
-            or base_offset - writer.base_offset > _MAX_RELATIVE
-        ):
-            close()
-            writer = None
-        if writer is None:
-            segment_base = base_offset
-            if not written and 0 <= base_offset - log_start_offset <= _MAX_RELATIVE:
-                segment_base = log_start_offset
-            writer = SegmentWriter(
-                directory, segment_base, index_interval_bytes=index_interval_bytes
-            )
-        writer.append(batch)
-
-    try:
-        for last_offset, batch in _batches(rows, compression, batch_bytes, pure):
-            if last_offset >= log_end_offset:
-                raise ValueError(
-                    f"record at offset {last_offset} is past the log end offset {log_end_offset}"
-                )
-            append(LOG_OVERHEAD.unpack_from(batch)[0], batch)
-            last = last_offset
-        if log_end_offset > 0 and last < log_end_offset - 1:
-            end = log_end_offset - 1
-            append(end, build_batch([], base_offset=end, last_offset=end))
-    finally:
-        if writer is not None:
-            close()
-    return written
+    logs written. ``settings``: :class:`PartitionWriter`'s."""
+    writer = PartitionWriter(directory, **settings)
+    writer.add(rows)
+    return writer.close()

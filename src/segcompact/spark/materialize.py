@@ -12,8 +12,9 @@ a local disk or an object store alike; superseded versions are removed after the
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from segcompact.clock import Clock
-from segcompact.compaction.output import ROWS, in_offset_order, record_sizes, write_partition
+from segcompact.compaction.output import ROWS, PartitionWriter, record_sizes
 from segcompact.compaction.rules import is_young
 from segcompact.compaction.triggers import Reason
 from segcompact.config import CompactorConfig, TombstoneMode
@@ -80,64 +81,121 @@ def _codec(topic_codec: Compression | None, input_codec: int | None) -> Compress
     return Compression(input_codec or 0)
 
 
-def write_plan(plan: Plan, rows: pa.Table) -> dict[str, Any]:
-    """Write one partition's rows (any order) as the segments of ``plan``; runs on executors."""
-    rows = in_offset_order(rows)
-    raw = rows.column("raw").to_numpy()
-    tombstone = rows.column("tombstone").to_numpy()
-    horizons = _millis(rows.column("delete_horizon"))
-    bit = _TOMBSTONE_BIT if plan.tombstone_attribute else 0
-    out = pa.table(
-        {
-            "offset": rows.column("offset"),
-            "timestamp": _millis(rows.column("timestamp")),
-            "key": rows.column("key"),
-            "value": rows.column("value"),
-            "headers": rows.column("headers"),
-            "attributes": pa.array(np.where(tombstone, bit, 0).astype(np.int8)),
-            "tombstone": rows.column("tombstone"),
-            "delete_horizon": horizons,
-        },
-        schema=ROWS,
+class PlanWriter:
+    """Writes one partition's next version (``plan``) from its rows (state and young, with
+    ``raw``), given in offset order a part at a time; runs on executors."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.directory = Output(plan.output, plan.storage).version_directory(plan.directory)
+        self.segments = PartitionWriter(
+            self.directory,
+            log_end_offset=plan.log_end_offset,
+            log_start_offset=plan.log_start_offset,
+            compression=plan.compression,
+            segment_bytes=plan.segment_bytes,
+            index_interval_bytes=plan.index_interval_bytes,
+        )
+        self.records = 0
+        self.dirty_bytes = 0  # the raw (young) rows': written, not compacted
+        self.next_horizon: int | None = None
+        self.first_young: int | None = None
+        self.first_raw: int | None = None
+
+    def add(self, rows: pa.Table) -> None:
+        raw = rows.column("raw").to_numpy()
+        tombstone = rows.column("tombstone").to_numpy()
+        horizons = _millis(rows.column("delete_horizon"))
+        bit = _TOMBSTONE_BIT if self.plan.tombstone_attribute else 0
+        out = pa.table(
+            {
+                "offset": rows.column("offset"),
+                "timestamp": _millis(rows.column("timestamp")),
+                "key": rows.column("key"),
+                "value": rows.column("value"),
+                "headers": rows.column("headers"),
+                "attributes": pa.array(np.where(tombstone, bit, 0).astype(np.int8)),
+                "tombstone": rows.column("tombstone"),
+                "delete_horizon": horizons,
+            },
+            schema=ROWS,
+        )
+        self.segments.add(out)
+        self.records += rows.num_rows
+        # Raw (young) rows' tombstones expire once compacted: the output's next horizon is the
+        # earliest of the compacted ones.
+        self.next_horizon = _least(
+            self.next_horizon, pc.min(pc.filter(horizons, pa.array(tombstone & ~raw))).as_py()
+        )
+        raw_rows = out.filter(pa.array(raw))
+        self.dirty_bytes += int(record_sizes(column_buffers(raw_rows)).sum())
+        # KIP-354's clock starts at the earliest young raw row (the rows before it wait for
+        # it, not for their own age), else at the earliest raw one.
+        timestamps = raw_rows.column("timestamp").to_pylist()
+        plan = self.plan
+        young = [t for t in timestamps if is_young(t, plan.now_ms, plan.min_compaction_lag_ms)]
+        self.first_young = _least(self.first_young, min(young, default=None))
+        self.first_raw = _least(self.first_raw, min(timestamps, default=None))
+
+    def finish(self) -> dict[str, Any]:
+        """The partition's result row (:data:`_RESULT`)."""
+        written = self.segments.close()
+        plan = self.plan
+        return {
+            "topic": plan.topic,
+            "partition": plan.partition,
+            "bytes": sum(w.size for w in written),
+            "segments": len(written),
+            "records": self.records,
+            "next_horizon": self.next_horizon,
+            "dirty_bytes": self.dirty_bytes,
+            "first_dirty": self.first_raw if self.first_young is None else self.first_young,
+            "files": json.dumps([[f.name, f.size, f.crc32c] for f in self.directory.files]),
+        }
+
+
+def write_partitions(
+    batches: Iterator[pa.RecordBatch], plans: Mapping[tuple[str, int], Plan]
+) -> Iterator[pa.RecordBatch]:
+    """Each partition's result row, from its rows sorted by (topic, partition, offset) and
+    coming in batches that may hold the end of one partition and the start of the next."""
+    writer: PlanWriter | None = None
+    for batch in batches:
+        for run in _runs(pa.Table.from_batches([batch])):
+            tp = (run.column("topic")[0].as_py(), run.column("partition")[0].as_py())
+            if writer is None or (writer.plan.topic, writer.plan.partition) != tp:
+                if writer is not None:
+                    yield _result(writer.finish())
+                writer = PlanWriter(plans[tp])
+            writer.add(run)
+    if writer is not None:
+        yield _result(writer.finish())
+
+
+def _runs(rows: pa.Table) -> Iterator[pa.Table]:
+    """The slices of ``rows`` with one (topic, partition) each; rows are grouped by it."""
+    topic, partition = rows.column("topic"), rows.column("partition")
+    changed = pc.or_(
+        pc.not_equal(topic[1:], topic[:-1]), pc.not_equal(partition[1:], partition[:-1])
     )
-    # Raw (young) rows' tombstones expire once compacted: the output's next horizon is the
-    # earliest of the compacted ones.
-    expiring = pc.filter(horizons, pa.array(tombstone & ~raw))
-    raw_rows = out.filter(pa.array(raw))
-    directory = Output(plan.output, plan.storage).version_directory(plan.directory)
-    written = write_partition(
-        directory,
-        out,
-        log_end_offset=plan.log_end_offset,
-        log_start_offset=plan.log_start_offset,
-        compression=plan.compression,
-        segment_bytes=plan.segment_bytes,
-        index_interval_bytes=plan.index_interval_bytes,
-    )
-    return {
-        "topic": plan.topic,
-        "partition": plan.partition,
-        "bytes": sum(w.size for w in written),
-        "segments": len(written),
-        "records": rows.num_rows,
-        "next_horizon": pc.min(expiring).as_py(),
-        "dirty_bytes": int(record_sizes(column_buffers(raw_rows)).sum()),
-        "first_dirty": _first_dirty(raw_rows.column("timestamp").to_pylist(), plan),
-        "files": json.dumps([[f.name, f.size, f.crc32c] for f in directory.files]),
-    }
+    bounds = [0, *(np.flatnonzero(changed.to_numpy(zero_copy_only=False)) + 1), rows.num_rows]
+    for start, stop in pairwise(bounds):
+        if stop > start:
+            yield rows.slice(start, stop - start)
+
+
+def _result(result: dict[str, Any]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([result], schema=_arrow(_RESULT))
+
+
+def _least(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
 
 
 def _millis(column: pa.ChunkedArray) -> pa.Array:
     """A timestamp column as epoch milliseconds (int64)."""
     unit = pa.timestamp("ms", tz="UTC")
     return column.combine_chunks().cast(unit, safe=False).cast(pa.int64())
-
-
-def _first_dirty(raw_timestamps: list[int], plan: Plan) -> int | None:
-    """Where KIP-354's clock starts for the rows left raw: at the earliest young one (the rows
-    before it wait for it, not for their own age), else at the earliest raw one."""
-    young = [t for t in raw_timestamps if is_young(t, plan.now_ms, plan.min_compaction_lag_ms)]
-    return min(young or raw_timestamps, default=None)
 
 
 class Materializer:
@@ -227,18 +285,20 @@ class Materializer:
             young.select(*_ROW_COLUMNS, F.lit(True).alias("raw"))
         )
 
-        def write_group(table: pa.Table) -> pa.Table:
-            first = table.slice(0, 1).to_pylist()[0]
-            result = write_plan(by_tp[(first["topic"], first["partition"])], table)
-            return pa.Table.from_pylist([result], schema=_arrow(_RESULT))
-
+        # Each partition's rows reach one task in offset order, a batch at a time: a Python
+        # worker holds about a slice of them, however large the partition (Spark's sort spills).
+        ordered = rows.repartition("topic", "partition").sortWithinPartitions(
+            "topic", "partition", "offset"
+        )
         results = {
             (r.topic, r.partition): r.asDict()
-            for r in rows.groupBy("topic", "partition").applyInArrow(write_group, _RESULT).collect()
+            for r in ordered.mapInArrow(
+                lambda batches: write_partitions(batches, by_tp), _RESULT
+            ).collect()
         }
         for key, plan in by_tp.items():
             if key not in results:  # no record left: the log end offset alone
-                results[key] = write_plan(plan, _empty_state(rows.schema))
+                results[key] = PlanWriter(plan).finish()
         now = self.clock.now_ms()
         out = []
         for key, plan in by_tp.items():
@@ -309,7 +369,3 @@ def _arrow(schema: T.StructType) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 
     return to_arrow_schema(schema, timezone="UTC")
-
-
-def _empty_state(schema: T.StructType) -> pa.Table:
-    return _arrow(schema).empty_table()
