@@ -66,6 +66,11 @@ def reduce(
     for rows in chunks:
         out.extend(reducer.add(batch(rows)))
     out.extend(reducer.finish())
+    if reducer.rescan:  # decoded again, in other chunks
+        everything = [r for c in chunks for r in c]
+        for at in range(0, len(everything), 3):
+            out.extend(reducer.again(batch(everything[at : at + 3])))
+        assert reducer.rescanned
     kept = [r for b in out for r in b.to_pylist()]
     for r in kept:
         r["timestamp"] = int(r["timestamp"].timestamp() * 1000)
@@ -288,3 +293,23 @@ def test_rankings_travel_as_json_and_bad_json_is_refused() -> None:
         Rankings.from_json('{"topics": {}}')
     with pytest.raises(ValueError, match="'newest' is not"):
         Rankings.from_json('{"topics": {}, "default": {"strategy": "newest"}}')
+
+
+def test_a_segment_whose_survivors_do_not_fit_is_read_twice_and_still_reduced() -> None:
+    """Kafka's cleaner holds offsets, not values, and reads a segment twice: so does the
+    reducer once the rows on its fronts pass half its budget. Nothing but raw rows leaves in
+    the first pass; the second keeps the latest record of each key, as one pass would."""
+    keys = [b"key-%04d" % k for k in range(2000)]
+    rows = [
+        record(o, key=keys[o % 2000], value=b"v" * 2000, is_control=o == 3) for o in range(4000)
+    ]
+    chunks = [rows[at : at + 500] for at in range(0, 4000, 500)]
+    reducer = SegmentReducer(Ranking(), budget_bytes=1 << 20)
+    first = [b for c in chunks for b in reducer.add(batch(c))]
+    first += reducer.finish()
+    assert reducer.rescan and [r["offset"] for b in first for r in b.to_pylist()] == [3]
+    second = [b for c in chunks for b in reducer.again(batch(c))]
+    assert reducer.rescanned
+    kept = sorted(r["offset"] for b in second for r in b.to_pylist())
+    assert kept == [0, *range(2000, 4000)]  # and the earliest candidate, as always
+    assert reducer.folded == 4000 - 1 - 2001

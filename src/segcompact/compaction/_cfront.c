@@ -370,12 +370,47 @@ front_len(CFront *self)
     return (Py_ssize_t)self->live;
 }
 
+static size_t
+table_bytes(CFront *self)
+{
+    return self->slots ? (self->mask + 1) * sizeof(Slot) : 0;
+}
+
 static PyObject *
 front_nbytes(CFront *self, void *closure)
 {
     (void)closure;
-    size_t table = self->slots ? (self->mask + 1) * sizeof(Slot) : 0;
-    return PyLong_FromSize_t(table + self->arena_cap + self->more_bytes + self->dead_cap);
+    return PyLong_FromSize_t(table_bytes(self) + self->arena_cap + self->more_bytes +
+                             self->dead_cap);
+}
+
+/* The table grows when a key would fill more than 3/4 of it: a table twice as large, beside the
+ * old one until the keys have moved. */
+static PyObject *
+front_peak_bytes(CFront *self, PyObject *args)
+{
+    Py_ssize_t n;
+    size_t cap, keys, table, peak;
+    if (!PyArg_ParseTuple(args, "n", &n))
+        return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "new_keys must not be negative");
+        return NULL;
+    }
+    table = table_bytes(self);
+    peak = table;
+    cap = self->slots ? self->mask + 1 : 0;
+    keys = self->keys + (size_t)n;
+    if (cap == 0) {
+        cap = 1024;
+        peak = cap * sizeof(Slot);
+    }
+    while (keys * 4 > cap * 3) {
+        peak = 3 * cap * sizeof(Slot);
+        cap *= 2;
+    }
+    return PyLong_FromSize_t(table_bytes(self) + self->arena_cap + self->more_bytes +
+                             self->dead_cap - table + peak);
 }
 
 static PyMethodDef front_methods[] = {
@@ -384,6 +419,10 @@ static PyMethodDef front_methods[] = {
      "Add the candidate records, which come after every record added before (offsets rise); "
      "return one byte per record, 1 where a candidate is on its key's front after them. "
      "Records get ids in the order added, from 0."},
+    {"peak_bytes", (PyCFunction)front_peak_bytes, METH_VARARGS,
+     "peak_bytes(new_keys)\n--\n\n"
+     "The most memory the fronts could hold while taking new_keys more keys (a growing table "
+     "is, for a moment, beside the one it replaces)."},
     {"alive", (PyCFunction)front_alive, METH_VARARGS,
      "alive(ids)\n--\n\n"
      "One byte per id (int64: the records added, counted from 0): 1 where that record, a "

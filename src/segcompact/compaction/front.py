@@ -53,6 +53,11 @@ class Front(Protocol):
         """One byte per id (int64): 1 where that record, a candidate, is on its front now."""
         ...
 
+    def peak_bytes(self, new_keys: int) -> int:
+        """The most memory the fronts could hold while taking ``new_keys`` more keys (a
+        growing table is, for a moment, beside the one it replaces)."""
+        ...
+
     def __len__(self) -> int:
         """Records on a front."""
         ...
@@ -121,6 +126,9 @@ class PyFront:
                 raise ValueError(f"id {i}: only {self._ids} records were added")
             out.append(int(i) not in self._dead)
         return bytes(out)
+
+    def peak_bytes(self, new_keys: int) -> int:
+        return self.nbytes + (64 + 32) * new_keys
 
     def __len__(self) -> int:
         return self._live

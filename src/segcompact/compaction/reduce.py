@@ -12,10 +12,15 @@ builds its offset map: what leaves the task is what compaction can still use.
   unchanged; :attr:`SegmentReducer.folded` counts the candidates left out, which the summary row
   carries so the partition's record count is unchanged.
 
-Memory is bounded by ``budget_bytes`` (and a chunk): the kept rows are filtered again as later
-records supersede them (each time their bytes have doubled, up to the budget), and when the
-survivors alone exceed half the budget (a segment of mostly distinct keys) they are emitted and
-the front starts afresh; the merge reduces across those emissions as it does across tasks.
+Memory is bounded by ``budget_bytes`` (and a chunk), as Kafka's cleaner bounds its offset map
+and reads a segment twice. While the rows on the fronts fit a quarter of the budget, they are
+held (and filtered again as later records supersede them, each time their bytes have doubled)
+and leave when the segment ends: one pass. When they do not (a segment of many distinct keys),
+they are dropped and the fronts alone go on, holding keys and ranks but no values; the segment
+is then decoded a second time (:attr:`SegmentReducer.rescan`, :meth:`SegmentReducer.again`) and
+the records still on a front leave as they come. When a chunk could take the fronts past the
+budget, a round ends before it (what it kept leaves, or is marked for the second pass) and new
+fronts start; the merge reduces across rounds as it does across tasks.
 """
 
 from __future__ import annotations
@@ -92,74 +97,143 @@ class Rankings:
         return cls(topics, default)
 
 
+_IDS_AT_ONCE = 1 << 20  # records whose flags are asked of a front at once
+
+
 class SegmentReducer:
-    """One segment's chunks (in log order) in, the rows compaction can use out."""
+    """One segment's chunks (in log order) in, the rows compaction can use out.
+
+    :meth:`add` each decoded chunk, then :meth:`finish`; when :attr:`rescan` is then true, decode
+    the segment again (the same records, any chunks) and give each chunk to :meth:`again` until
+    :attr:`rescanned`. Records are numbered in log order (their id); the second pass stops at
+    the records the first one saw, should the file have grown since."""
 
     def __init__(self, ranking: Ranking, *, budget_bytes: int, pure: bool = False) -> None:
         self.ranking = ranking
         self.budget_bytes = budget_bytes
         self.pure = pure
         self.folded = 0  # candidates left out
-        self._as_is = ranking.raw  # every record leaves as it is
+        self._seen = 0  # records added: the next one's id
         self._last_offset: int | None = None
+        # From this id on every record leaves as it is (a lagged topic: all of them).
+        self._as_is_from: int | None = 0 if ranking.raw else None
+        # The second pass: from ``_rescan_from`` on, candidates leave where ``_decided`` (one
+        # flag per record from there) or ``_extra`` say; from ``_raw_from`` on, the others too.
+        self._rescan_from: int | None = None
+        self._raw_from = 0
+        self._decided: list[NDArray[np.bool_]] = []
+        self._extra: list[int] = []
+        self._again = 0  # records of the second pass so far
         # Held rows are filtered again when their bytes pass this, which then doubles: each
         # row is checked a bounded number of times on average.
-        self._refilter_at = budget_bytes // 4
-        self._start_front()
+        self._refilter_at = budget_bytes // 8
+        self._start_round()
 
-    def _start_front(self) -> None:
+    @property
+    def rescan(self) -> bool:
+        """Whether the segment must be decoded again (after :meth:`finish`)."""
+        return self._rescan_from is not None
+
+    @property
+    def rescanned(self) -> bool:
+        """Whether :meth:`again` has had every record the first pass saw."""
+        return self._again >= self._seen
+
+    def _start_round(self) -> None:
         self._front: Front = front(self.pure)
-        self._added = 0  # records given to the front: the next one's id
+        self._round_start = self._seen  # the front's ids count from here
+        self._front_ids = 0  # records given to the front
         self._candidates = 0
-        # Candidates that were on a front when held, with their ids.
+        # Candidates that were on a front when held, with their ids (first pass, holding).
         self._held: list[tuple[pa.RecordBatch, NDArray[np.int64]]] = []
         self._held_bytes = 0
         self._earliest: tuple[pa.RecordBatch, int] | None = None  # the earliest candidate
         self._earliest_ts = 0
 
     def add(self, chunk: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
-        """Take one decoded chunk; yield the rows that leave now (the raw ones)."""
+        """Take one decoded chunk; yield the rows that leave now."""
+        first = self._seen
         offsets = _int64(chunk.column("offset"))
-        if not self._as_is and not self._rising(offsets):
+        if self._as_is_from is None and not self._rising(offsets):
             # A damaged log whose offsets do not rise: the front needs log order, so the rest
             # of this segment leaves as it is (the merge still reduces it).
-            yield from self._flush()
-            self._as_is = True
-        if self._as_is:
-            yield chunk
+            yield from self._end_round()
+            self._as_is_from = first
+        elif self._front.peak_bytes(chunk.num_rows) > self.budget_bytes:
+            yield from self._end_round()  # this chunk's keys could take the fronts past it
+        self._seen += chunk.num_rows
+        if self._as_is_from is not None:
+            if not self.rescan:
+                yield chunk
             return
         if len(offsets):
             self._last_offset = int(offsets[-1])
+        candidate = self._candidates_of(chunk)
+        if not self.rescan and not candidate.all():
+            yield chunk.filter(pa.array(~candidate))
+        # Every record gets its id on the front, candidate or not.
+        key_offsets, key_data, _ = binary_buffers(chunk.column("key"))
+        r1, r2 = self._ranks
+        alive = self._front.add(key_offsets, key_data, r1, r2, offsets, candidate.view(np.uint8))
+        self._front_ids += chunk.num_rows
+        if not candidate.any():
+            return
+        self._candidates += int(np.count_nonzero(candidate))
+        self._track_earliest(chunk, candidate, first)
+        if not self.rescan:
+            keep = np.frombuffer(alive, np.bool_)
+            self._hold(chunk.filter(pa.array(keep)), first + np.flatnonzero(keep))
+            if self._held_bytes > self._refilter_at:
+                self._refilter()
+                if self._held_bytes > self.budget_bytes // 4:
+                    # The fronts' rows do not fit: drop them, decide them in a second pass.
+                    self._rescan_from, self._raw_from = self._round_start, self._seen
+                    self._held, self._held_bytes = [], 0
+                    pa.default_memory_pool().release_unused()
+                self._refilter_at = max(
+                    self.budget_bytes // 8, min(2 * self._held_bytes, self.budget_bytes // 4)
+                )
+
+    def finish(self) -> Iterator[pa.RecordBatch]:
+        """The rows still on a front, and the earliest candidate (or, with :attr:`rescan`,
+        what the second pass needs to know of them)."""
+        yield from self._end_round()
+
+    def again(self, chunk: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+        """The second pass: take the next chunk of the segment decoded again; yield what of it
+        leaves."""
+        assert self._rescan_from is not None, "no second pass was needed"
+        first = self._again
+        chunk = chunk.slice(0, max(0, min(chunk.num_rows, self._seen - first)))
+        self._again += chunk.num_rows
+        ids = first + np.arange(chunk.num_rows)
+        candidate = self._candidates_of(chunk)
+        # A front knows its candidates only: ``decided`` says nothing of the others.
+        keep = np.zeros(chunk.num_rows, bool)
+        decided = np.concatenate(self._decided) if len(self._decided) > 1 else self._decided[0]
+        self._decided = [decided]
+        lo, hi = max(first, self._rescan_from), min(self._again, self._rescan_from + len(decided))
+        if lo < hi:
+            keep[lo - first : hi - first] = decided[lo - self._rescan_from : hi - self._rescan_from]
+        keep[np.isin(ids, self._extra)] = True
+        keep &= candidate
+        keep |= (ids >= self._raw_from) & ~candidate
+        if self._as_is_from is not None:
+            keep[ids >= self._as_is_from] = True
+        if keep.any():
+            yield chunk.filter(pa.array(keep))
+
+    def _candidates_of(self, chunk: pa.RecordBatch) -> NDArray[np.bool_]:
+        """Which records are candidates; their ranks are left in ``_ranks``."""
         r1, r2, bad = ranks(chunk, self.ranking)
-        candidate = (
+        self._ranks = r1, r2
+        candidate: NDArray[np.bool_] = (
             ~_flag(chunk, "is_control")
             & ~_flag(chunk, "is_transactional")
             & chunk.column("key").is_valid().to_numpy(zero_copy_only=False)
             & ~bad
         )
-        if not candidate.all():
-            yield chunk.filter(pa.array(~candidate))
-        if not candidate.any():
-            return
-        key_offsets, key_data, _ = binary_buffers(chunk.column("key"))
-        base = self._added
-        alive = self._front.add(key_offsets, key_data, r1, r2, offsets, candidate.view(np.uint8))
-        self._added += chunk.num_rows
-        self._candidates += int(np.count_nonzero(candidate))
-        self._track_earliest(chunk, candidate, base)
-        keep = np.frombuffer(alive, np.bool_)
-        self._hold(chunk.filter(pa.array(keep)), base + np.flatnonzero(keep))
-        if self._held_bytes > self._refilter_at:
-            self._refilter()
-            if self._held_bytes > self.budget_bytes // 2:
-                yield from self._flush()
-            self._refilter_at = max(
-                self.budget_bytes // 4, min(2 * self._held_bytes, self.budget_bytes)
-            )
-
-    def finish(self) -> Iterator[pa.RecordBatch]:
-        """The rows still on a front, and the earliest candidate."""
-        yield from self._flush()
+        return candidate
 
     def _rising(self, offsets: NDArray[np.int64]) -> bool:
         if not len(offsets):
@@ -173,35 +247,50 @@ class SegmentReducer:
             self._held_bytes += rows.nbytes
 
     def _alive(self, ids: NDArray[np.int64]) -> NDArray[np.bool_]:
-        return np.frombuffer(self._front.alive(ids.astype(np.int64)), np.bool_)
+        """Whether these records (by id) are on their fronts now."""
+        relative = (ids - self._round_start).astype(np.int64)
+        return np.frombuffer(self._front.alive(relative), np.bool_)
 
     def _refilter(self) -> None:
         """Drop the held rows that later records took off their fronts."""
         if not self._held:
             return
-        rows = pa.Table.from_batches([r for r, _ in self._held]).combine_chunks()
-        ids = np.concatenate([i for _, i in self._held])
-        keep = self._alive(ids)
-        kept, at = ids[keep], 0
-        self._held, self._held_bytes = [], 0
-        for batch in rows.filter(pa.array(keep)).to_batches():
-            self._hold(batch, kept[at : at + batch.num_rows])
-            at += batch.num_rows
+        held, self._held, self._held_bytes = self._held, [], 0
+        for rows, ids in held:  # one batch at a time: no copy of them all
+            keep = self._alive(ids)
+            self._hold(rows.filter(pa.array(keep)), ids[keep])
 
-    def _flush(self) -> Iterator[pa.RecordBatch]:
-        """Emit what is on the fronts (and the earliest candidate); start a new front."""
-        self._refilter()
-        emitted = 0
-        for rows, _ in self._held:
-            emitted += rows.num_rows
-            yield rows
-        if self._earliest is not None:
-            row, earliest_id = self._earliest
-            if not self._alive(np.array([earliest_id]))[0]:
+    def _end_round(self) -> Iterator[pa.RecordBatch]:
+        """Emit what is on the fronts and the earliest candidate, or mark them for the second
+        pass; start a new round."""
+        earliest_left = (
+            self._earliest is not None and not self._alive(np.array([self._earliest[1]]))[0]
+        )
+        if self.rescan:
+            # One flag per record of the round; records the front never had (they left as
+            # they are) are not on it.
+            decided = np.zeros(self._seen - self._round_start, bool)
+            for start in range(0, self._front_ids, _IDS_AT_ONCE):
+                stop = min(self._front_ids, start + _IDS_AT_ONCE)
+                decided[start:stop] = self._alive(self._round_start + np.arange(start, stop))
+            self._decided.append(decided)
+            emitted = len(self._front)  # the candidates on it
+            if earliest_left:
+                assert self._earliest is not None
+                self._extra.append(self._earliest[1])
                 emitted += 1
-                yield row
+        else:
+            self._refilter()
+            emitted = 0
+            for rows, _ in self._held:
+                emitted += rows.num_rows
+                yield rows
+            if earliest_left:
+                assert self._earliest is not None
+                emitted += 1
+                yield self._earliest[0]
         self.folded += self._candidates - emitted
-        self._start_front()
+        self._start_round()
 
     def _track_earliest(
         self, chunk: pa.RecordBatch, candidate: NDArray[np.bool_], base: int

@@ -81,9 +81,10 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
 from segcompact.compaction.reduce import Rankings, SegmentReducer
-from segcompact.discovery import discover
+from segcompact.discovery import SegmentFile, discover
 from segcompact.errors import ConfigError, CorruptBatchError
 from segcompact.format.arrow import SCHEMA, decode_segment
+from segcompact.format.io import InputFile
 from segcompact.format.segment import SegmentReader
 from segcompact.manifest import Manifest, ManifestEntry, offset_of
 from segcompact.storage import Storage
@@ -281,8 +282,10 @@ def read_segment(
     reader = SegmentReader(fs.input_file(path))
     reducer = None
     if rankings is not None:
-        # Twice a chunk: the survivors of a segment of mostly distinct keys leave in parts.
-        budget = 2 * chunk_bytes
+        # Eight chunks (256 MiB by default: the fronts of about 1.5 M keys; Kafka's dedupe
+        # buffer is 128 MiB of 24-byte entries): the fronts' rows are held up to a quarter of
+        # it, else the segment is read twice.
+        budget = 8 * chunk_bytes
         reducer = SegmentReducer(rankings.for_topic(segment.topic), budget_bytes=budget)
     failure: CorruptBatchError | None = None
     try:
@@ -304,9 +307,41 @@ def read_segment(
     if reducer is not None:
         for rows in reducer.finish():
             yield _records(rows, segment.base_offset)
+        if reducer.rescan:
+            try:
+                for rows in _again(
+                    reducer, fs.input_file(path), segment, chunk_records, chunk_bytes
+                ):
+                    yield _records(rows, segment.base_offset)
+            except CorruptBatchError:
+                pass  # where the first pass stopped too: the second stops at its last record
+            except FileNotFoundError:
+                yield _summary(part, -1, 0, _gone(part))
+                return
         folded = reducer.folded
     error = _describe(failure, segment.path) if failure else None
     yield _summary(part, reader.last_offset, reader.valid_bytes, error, folded)
+
+
+def _again(
+    reducer: SegmentReducer,
+    file: InputFile,
+    segment: SegmentFile,
+    chunk_records: int,
+    chunk_bytes: int,
+) -> Iterator[pa.RecordBatch]:
+    """The reducer's second pass over the segment, up to the records its first pass saw."""
+    chunks = decode_segment(
+        SegmentReader(file),
+        segment.topic,
+        segment.partition,
+        chunk_records=chunk_records,
+        chunk_bytes=chunk_bytes,
+    )
+    for chunk in chunks:
+        yield from reducer.again(chunk)
+        if reducer.rescanned:
+            return
 
 
 def _gone(part: ManifestEntry) -> str:
