@@ -530,6 +530,32 @@ def test_every_good_record_before_a_corrupt_batch_is_read_whatever_the_chunking(
     assert "base offset 30: CRC mismatch" in summary["error"]
 
 
+@pytest.mark.parametrize("chunk_bytes", [1 << 20, 1])
+def test_a_segment_reduced_in_two_passes_stops_at_its_corrupt_batch_too(
+    tmp_path: Path, chunk_bytes: int
+) -> None:
+    """A budget of a few bytes (chunk_bytes 1) reads the segment twice; both passes stop at
+    the corrupt batch, and what leaves is still a reduction of the records before it."""
+    batches = [build_batch(_records(i * 5, 5)) for i in range(6)]
+    path = _segment(tmp_path, "t", 0, 0, *batches, _corrupt_crc(build_batch(_records(30, 2))))
+    part = ManifestEntry(1, SegmentFile("t", 0, 0, str(path), os.path.getsize(path)))
+
+    out = list(
+        read_segment(
+            part, chunk_records=4, chunk_bytes=chunk_bytes, storage=Storage(), rankings=Rankings()
+        )
+    )
+
+    kept = [o for b in out[:-1] for o in b.column("offset").to_pylist()]
+    (summary,) = out[-1].to_pylist()
+    assert "base offset 30: CRC mismatch" in summary["error"] and summary["offset"] == 29
+    assert len(set(kept)) == len(kept) and set(kept) <= set(range(30))
+    assert {0, 27, 28, 29} <= set(kept)  # the earliest, and each key's latest
+    assert summary["folded_records"] == 30 - len(kept)
+    if chunk_bytes == 1 << 20:
+        assert sorted(kept) == [0, 27, 28, 29]
+
+
 def test_small_segments_share_a_task_and_a_big_one_goes_alone() -> None:
     def seg(seq: int, size: int) -> ManifestEntry:
         return ManifestEntry(seq, SegmentFile("t", 0, seq, f"/x/{seq}.log", size))

@@ -313,3 +313,22 @@ def test_a_segment_whose_survivors_do_not_fit_is_read_twice_and_still_reduced() 
     kept = sorted(r["offset"] for b in second for r in b.to_pylist())
     assert kept == [0, *range(2000, 4000)]  # and the earliest candidate, as always
     assert reducer.folded == 4000 - 1 - 2001
+
+
+def test_a_fronts_peak_counts_the_table_it_would_grow_into() -> None:
+    """The reducer ends a round before a chunk whose keys could grow the table past its
+    budget: for a moment the new table (twice the size) sits beside the old one."""
+    front = _cfront.CFront()
+    n = 700
+    key_offsets = np.arange(0, 8 * n + 1, 8, dtype=np.int32)
+    data = b"".join(b"k%07d" % i for i in range(n))
+    zeros = np.zeros(n, np.int64)
+    front.add(key_offsets, data, zeros, zeros, np.arange(n, dtype=np.int64), np.ones(n, np.uint8))
+    assert front.peak_bytes(0) == front.peak_bytes(68) == front.nbytes  # 768 keys fit 1024
+    # One more key than fit: a table of 2048 slots beside the 1024 there are.
+    slot = (front.peak_bytes(69) - front.nbytes) / 2048
+    assert slot == int(slot) and 32 <= slot <= 128
+    # 2700 keys need 4096 slots: at the last growth, 2048 + 4096 of them.
+    assert front.peak_bytes(2000) == front.nbytes - 1024 * slot + 6144 * slot
+    with pytest.raises(ValueError, match="negative"):
+        front.peak_bytes(-1)
