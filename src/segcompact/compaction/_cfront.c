@@ -376,12 +376,17 @@ table_bytes(CFront *self)
     return self->slots ? (self->mask + 1) * sizeof(Slot) : 0;
 }
 
+static size_t
+nbytes(CFront *self)
+{
+    return table_bytes(self) + self->arena_cap + self->more_bytes + self->dead_cap;
+}
+
 static PyObject *
 front_nbytes(CFront *self, void *closure)
 {
     (void)closure;
-    return PyLong_FromSize_t(table_bytes(self) + self->arena_cap + self->more_bytes +
-                             self->dead_cap);
+    return PyLong_FromSize_t(nbytes(self));
 }
 
 /* The table grows when a key would fill more than 3/4 of it: a table twice as large, beside the
@@ -409,8 +414,7 @@ front_peak_bytes(CFront *self, PyObject *args)
         peak = 3 * cap * sizeof(Slot);
         cap *= 2;
     }
-    return PyLong_FromSize_t(table_bytes(self) + self->arena_cap + self->more_bytes +
-                             self->dead_cap - table + peak);
+    return PyLong_FromSize_t(nbytes(self) - table + peak);
 }
 
 static PyMethodDef front_methods[] = {

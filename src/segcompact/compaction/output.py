@@ -161,17 +161,24 @@ def _record_bytes(rows: pa.Table) -> NDArray[np.int64]:
     return sizes
 
 
+def _slice_bounds(sizes: NDArray[np.int64], slice_bytes: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` of consecutive slices of records of these sizes, each of at most
+    ``slice_bytes`` or one record."""
+    total = np.concatenate([[0], np.cumsum(sizes)])
+    bounds, start = [], 0
+    while start < len(sizes):
+        stop = int(np.searchsorted(total, total[start] + slice_bytes, side="right")) - 1
+        stop = max(start + 1, stop)
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
 def slices(rows: pa.Table, slice_bytes: int) -> Iterator[pa.Table]:
     """Consecutive slices of ``rows``, each of at most ``slice_bytes`` of keys, values and
     headers, or one record."""
-    n = rows.num_rows
-    total = np.concatenate([[0], np.cumsum(_record_bytes(rows))])
-    start = 0
-    while start < n:
-        stop = int(np.searchsorted(total, total[start] + slice_bytes, side="right")) - 1
-        stop = max(start + 1, stop)
+    for start, stop in _slice_bounds(_record_bytes(rows), slice_bytes):
         yield rows.slice(start, stop - start)
-        start = stop
 
 
 def _batches(
@@ -246,35 +253,45 @@ class PartitionWriter:
         self.written: list[WrittenSegment] = []
         self._segment: SegmentWriter | None = None
         self._last = -1
+        # Records added but not encoded yet, with their sizes (:func:`_record_bytes`).
         self._pending: list[pa.Table] = []
+        self._pending_sizes: list[NDArray[np.int64]] = []
         self._pending_bytes = 0
 
     def add(self, rows: pa.Table) -> None:
         """Records following the ones added before, in offset order."""
+        sizes = _record_bytes(rows)
         self._pending.append(rows)
-        self._pending_bytes += int(_record_bytes(rows).sum())
-        if self._pending_bytes <= SLICE_BYTES:
-            return
-        *full, rest = slices(pa.concat_tables(self._pending), SLICE_BYTES)
-        with self._closed_on_error():
-            for part in full:
-                self._encode(part)
-        self._pending = [rest]
-        self._pending_bytes = int(_record_bytes(rest).sum())
+        self._pending_sizes.append(sizes)
+        self._pending_bytes += int(sizes.sum())
+        if self._pending_bytes > SLICE_BYTES:
+            self._encode_pending(keep_last=True)
 
     def close(self) -> list[WrittenSegment]:
         with self._closed_on_error():
-            for part in (
-                slices(pa.concat_tables(self._pending), SLICE_BYTES) if self._pending else ()
-            ):
-                self._encode(part)
-            self._pending = []
+            self._encode_pending(keep_last=False)
             end = self.log_end_offset - 1
             if self.log_end_offset > 0 and self._last < end:
                 self._append(end, end, build_batch([], base_offset=end, last_offset=end))
         if self._segment is not None:
             self._close_segment()
         return self.written
+
+    def _encode_pending(self, *, keep_last: bool) -> None:
+        """Encode the pending records slice by slice; with ``keep_last``, all but the last
+        slice, which later records may fill."""
+        if not self._pending:
+            return
+        rows = pa.concat_tables(self._pending)
+        sizes = np.concatenate(self._pending_sizes)
+        bounds = _slice_bounds(sizes, SLICE_BYTES)
+        rest = bounds.pop()[0] if keep_last else len(sizes)
+        with self._closed_on_error():
+            for start, stop in bounds:
+                self._encode(rows.slice(start, stop - start))
+        self._pending = [rows.slice(rest)] if rest < len(sizes) else []
+        self._pending_sizes = [sizes[rest:]] if rest < len(sizes) else []
+        self._pending_bytes = int(sizes[rest:].sum())
 
     @contextmanager
     def _closed_on_error(self) -> Iterator[None]:

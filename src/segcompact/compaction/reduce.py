@@ -198,6 +198,8 @@ class SegmentReducer:
         """The rows still on a front, and the earliest candidate (or, with :attr:`rescan`,
         what the second pass needs to know of them)."""
         yield from self._end_round()
+        if self.rescan:
+            self._decided = [np.concatenate(self._decided)]
 
     def again(self, chunk: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         """The second pass: take the next chunk of the segment decoded again; yield what of it
@@ -210,8 +212,7 @@ class SegmentReducer:
         candidate = self._candidates_of(chunk)
         # A front knows its candidates only: ``decided`` says nothing of the others.
         keep = np.zeros(chunk.num_rows, bool)
-        decided = np.concatenate(self._decided) if len(self._decided) > 1 else self._decided[0]
-        self._decided = [decided]
+        (decided,) = self._decided  # one array since finish
         lo, hi = max(first, self._rescan_from), min(self._again, self._rescan_from + len(decided))
         if lo < hi:
             keep[lo - first : hi - first] = decided[lo - self._rescan_from : hi - self._rescan_from]

@@ -81,10 +81,9 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
 from segcompact.compaction.reduce import Rankings, SegmentReducer
-from segcompact.discovery import SegmentFile, discover
+from segcompact.discovery import discover
 from segcompact.errors import ConfigError, CorruptBatchError
 from segcompact.format.arrow import SCHEMA, decode_segment
-from segcompact.format.io import InputFile
 from segcompact.format.segment import SegmentReader
 from segcompact.manifest import Manifest, ManifestEntry, offset_of
 from segcompact.storage import Storage
@@ -279,6 +278,16 @@ def read_segment(
     """
     segment = part.file
     fs, path = storage.resolve(segment.path)
+
+    def chunks(reader: SegmentReader) -> Iterator[pa.RecordBatch]:
+        return decode_segment(
+            reader,
+            segment.topic,
+            segment.partition,
+            chunk_records=chunk_records,
+            chunk_bytes=chunk_bytes,
+        )
+
     reader = SegmentReader(fs.input_file(path))
     reducer = None
     if rankings is not None:
@@ -289,13 +298,7 @@ def read_segment(
         reducer = SegmentReducer(rankings.for_topic(segment.topic), budget_bytes=budget)
     failure: CorruptBatchError | None = None
     try:
-        for batch in decode_segment(
-            reader,
-            segment.topic,
-            segment.partition,
-            chunk_records=chunk_records,
-            chunk_bytes=chunk_bytes,
-        ):
+        for batch in chunks(reader):
             for rows in [batch] if reducer is None else reducer.add(batch):
                 yield _records(rows, segment.base_offset)
     except CorruptBatchError as e:
@@ -308,11 +311,12 @@ def read_segment(
         for rows in reducer.finish():
             yield _records(rows, segment.base_offset)
         if reducer.rescan:
-            try:
-                for rows in _again(
-                    reducer, fs.input_file(path), segment, chunk_records, chunk_bytes
-                ):
-                    yield _records(rows, segment.base_offset)
+            try:  # up to the records the first pass saw
+                for batch in chunks(SegmentReader(fs.input_file(path))):
+                    for rows in reducer.again(batch):
+                        yield _records(rows, segment.base_offset)
+                    if reducer.rescanned:
+                        break
             except CorruptBatchError:
                 pass  # where the first pass stopped too: the second stops at its last record
             except FileNotFoundError:
@@ -321,27 +325,6 @@ def read_segment(
         folded = reducer.folded
     error = _describe(failure, segment.path) if failure else None
     yield _summary(part, reader.last_offset, reader.valid_bytes, error, folded)
-
-
-def _again(
-    reducer: SegmentReducer,
-    file: InputFile,
-    segment: SegmentFile,
-    chunk_records: int,
-    chunk_bytes: int,
-) -> Iterator[pa.RecordBatch]:
-    """The reducer's second pass over the segment, up to the records its first pass saw."""
-    chunks = decode_segment(
-        SegmentReader(file),
-        segment.topic,
-        segment.partition,
-        chunk_records=chunk_records,
-        chunk_bytes=chunk_bytes,
-    )
-    for chunk in chunks:
-        yield from reducer.again(chunk)
-        if reducer.rescanned:
-            return
 
 
 def _gone(part: ManifestEntry) -> str:
