@@ -7,7 +7,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from kafka.record.legacy_records import LegacyRecordBatchBuilder
+from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
 
 from segcompact.errors import CorruptBatchError
 from segcompact.format.attributes import Compression
@@ -71,14 +71,56 @@ def test_legacy_message_sets(tmp_path: Path, magic: int) -> None:
     builder = LegacyRecordBatchBuilder(
         magic=magic, compression_type=int(Compression.GZIP), batch_size=1 << 30
     )
-    for i in range(4):
-        builder.append(i, 5_000 if magic else None, b"k", b"v")
+    for i in range(4):  # inner offsets: absolute in v0, relative in v1
+        builder.append(10 + i if magic == 0 else i, 5_000 if magic else None, b"k", b"v")
     wrapper = bytearray(builder.build())
     struct.pack_into(">q", wrapper, 0, 13)  # a compressed set carries its last inner offset
     plain = LegacyRecordBatchBuilder(magic=magic, compression_type=0, batch_size=1 << 30)
     plain.append(14, 5_000 if magic else None, b"k", b"v")
     reader, lasts = _read(tmp_path, bytes(wrapper) + bytes(plain.build()), base=10)
     assert lasts == [13, 14] and reader.last_offset == 14
+
+
+def _v1_wrapper(wrapper_offset: int, count: int) -> bytes:
+    """A gzip v1 message set of ``count`` inner messages (relative offsets 0..count-1)."""
+    builder = LegacyRecordBatchBuilder(
+        magic=1, compression_type=int(Compression.GZIP), batch_size=1 << 30
+    )
+    for i in range(count):
+        builder.append(i, 5_000 + i, b"k%d" % i, b"v")
+    wrapper = bytearray(builder.build())
+    struct.pack_into(">q", wrapper, 0, wrapper_offset)
+    return bytes(wrapper)
+
+
+def test_a_v1_wrapper_at_offset_0_keeps_its_inner_offsets_as_kafka_does(tmp_path: Path) -> None:
+    # Some librdkafka producers left the wrapper offset 0; Kafka and kafka-python then read the
+    # inner offsets as written (they were negative here: 0 - 3 + i).
+    data = _v1_wrapper(0, 4)
+    reader, lasts = _read(tmp_path, data)
+    offsets = [r.offset for b in SegmentReader(reader.file) for r in b.records()]
+    theirs = [r.offset for r in LegacyRecordBatch(data, 1)]
+    assert offsets == theirs == [0, 1, 2, 3]
+    assert lasts == [3] and reader.last_offset == 3
+
+
+def test_a_v1_wrapper_below_its_last_inner_offset_is_corrupt(tmp_path: Path) -> None:
+    path = tmp_path / f"{0:020d}.log"
+    path.write_bytes(_v1_wrapper(2, 4))
+    with pytest.raises(CorruptBatchError, match="offset 2 is below its last inner offset 3"):
+        list(SegmentReader(LocalInputFile(path)))
+
+
+def test_a_batch_below_the_segments_base_offset_is_corrupt(tmp_path: Path) -> None:
+    good = build_batch(_records(100, 2), base_offset=100)
+    path = tmp_path / f"{100:020d}.log"
+    path.write_bytes(good + build_batch(_records(40, 2), base_offset=40))
+    reader = SegmentReader(LocalInputFile(path))
+    with pytest.raises(CorruptBatchError) as info:
+        list(reader)
+    assert "offset 40 is below the segment's base offset 100" in str(info.value)
+    assert (info.value.position, info.value.base_offset) == (len(good), 40)
+    assert (reader.last_offset, reader.valid_bytes) == (101, len(good))
 
 
 def test_a_file_that_shrinks_while_read_is_corrupt_not_a_crash(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 Each log entry is one shallow message::
 
-    offset: int64               the wrapper's offset is that of its last inner message
+    offset: int64               the wrapper's offset is that of its last inner message (or 0)
     size: int32
     crc: uint32                 CRC-32 of magic..end
     magic: int8                 0 or 1
@@ -111,6 +111,22 @@ def _inner_messages(wrapper: _Message, max_uncompressed: int) -> list[_Message]:
     return messages
 
 
+def _absolute(wrapper_offset: int, relative: list[int]) -> list[int]:
+    """A v1 compressed set's inner offsets made absolute: the wrapper carries the last one.
+
+    Kafka's rule (``AbstractLegacyRecordBatch``): a wrapper offset of 0 (some librdkafka
+    producers wrote it so) leaves the inner offsets as written, which the caller does; any other
+    wrapper offset below the last inner one is invalid.
+    """
+    if wrapper_offset < relative[-1]:
+        raise CorruptBatchError(
+            f"compressed v1 wrapper offset {wrapper_offset} is below its last inner "
+            f"offset {relative[-1]} and not 0"
+        )
+    shift = wrapper_offset - relative[-1]
+    return [shift + o for o in relative]
+
+
 def parse_legacy(entry: bytes, position: int, max_uncompressed: int) -> RecordBatch:
     """A shallow v0/v1 message (LOG_OVERHEAD included) as a batch of its inner records."""
     try:
@@ -129,11 +145,9 @@ def parse_legacy(entry: bytes, position: int, max_uncompressed: int) -> RecordBa
             records = [Record(wrapper.offset, wrapper.timestamp, wrapper.key, wrapper.value)]
         else:
             inner = _inner_messages(wrapper, max_uncompressed)
-            if wrapper.magic == 0:
-                offsets = [m.offset for m in inner]
-            else:
-                shift = wrapper.offset - inner[-1].offset
-                offsets = [shift + m.offset for m in inner]
+            offsets = [m.offset for m in inner]  # v0's are absolute
+            if wrapper.magic == 1 and wrapper.offset != 0:
+                offsets = _absolute(wrapper.offset, offsets)
             records = [
                 Record(o, wrapper.timestamp if log_append else m.timestamp, m.key, m.value)
                 for o, m in zip(offsets, inner, strict=True)
@@ -143,7 +157,7 @@ def parse_legacy(entry: bytes, position: int, max_uncompressed: int) -> RecordBa
     return RecordBatch(
         position=position,
         base_offset=records[0].offset,
-        last_offset=wrapper.offset,
+        last_offset=max(wrapper.offset, records[-1].offset),
         magic=wrapper.magic,
         crc=wrapper.crc,
         crc_valid=wrapper.crc_valid,

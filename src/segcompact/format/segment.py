@@ -53,6 +53,9 @@ class SegmentReader:
     ``verify_crc=True`` raises :class:`CorruptBatchError` at the first batch whose checksum
     fails; ``False`` yields it with ``crc_valid`` false (as ``dump`` wants).
 
+    A batch that starts below the base offset the file's name holds is corrupt (a segment's
+    name is the least offset it may hold, as Kafka rolls segments).
+
     After iteration, after an error, or when the consumer stopped on a batch it could not use,
     :attr:`valid_bytes` is the position just past the last good batch consumed and
     :attr:`last_offset` that batch's last offset (-1 when there is none). Empty v2 batches count:
@@ -72,6 +75,10 @@ class SegmentReader:
         self.limits = limits
         self.valid_bytes = 0
         self.last_offset = -1
+        try:
+            self.base_offset: int | None = base_offset_of(file.location)
+        except ValueError:
+            self.base_offset = None  # a file named otherwise (dump of a copy): not checked
 
     def __iter__(self) -> Iterator[RecordBatch]:
         size = len(self.file)
@@ -132,6 +139,11 @@ class SegmentReader:
             batch = parse_v2(entry, position)
         else:
             batch = parse_legacy(entry, position, self.limits.max_uncompressed_bytes)
+        if self.base_offset is not None and batch.base_offset < self.base_offset:
+            raise CorruptBatchError(
+                f"offset {batch.base_offset} is below the segment's base offset {self.base_offset}",
+                base_offset=batch.base_offset,
+            )
         if self.verify_crc and not batch.crc_valid:
             raise CorruptBatchError(
                 f"CRC mismatch: stored {batch.crc:#010x}", base_offset=batch.base_offset
