@@ -1,7 +1,8 @@
 """The ``segcompact`` command line.
 
-Every failure the user can fix (a bad argument, a missing file, a bad config) ends with one line
-on stderr and exit code 2; corrupt input data and other failures with one line and exit code 1.
+Every mistake the user can fix before a run (a bad argument, a missing file, a bad config, a
+source root that does not exist) ends with one line on stderr and exit code 2; corrupt input, a
+failed streaming query and other failures with one line and exit code 1.
 No stack traces unless ``SEGCOMPACT_DEBUG`` is set.
 """
 
@@ -14,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from segcompact.errors import CorruptBatchError, SegcompactError, UsageError
+from segcompact.errors import ConfigError, CorruptBatchError, SegcompactError, UsageError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -62,6 +63,9 @@ def _session(config: CompactorConfig) -> SparkSession:
 
 def _run(args: argparse.Namespace) -> int:
     config = _load(args.config, writes=True)
+    from segcompact.discovery import check_roots
+
+    check_roots(config.source.paths, config.storage)  # a typo'd root: exit 2 before Spark
     import logging
 
     from segcompact.spark.job import Compactor, GracefulStop
@@ -409,12 +413,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
+    except (ConfigError, UsageError) as e:
+        print(f"segcompact: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except CorruptBatchError as e:
         print(f"segcompact: {e}", file=sys.stderr)
         return EXIT_DATA
-    except SegcompactError as e:
+    except SegcompactError as e:  # the job failed (a streaming query, a publication)
         print(f"segcompact: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_DATA
     except BrokenPipeError:
         return 0
     except Exception as e:  # unforeseen (a Spark or I/O failure): one line, trace on request

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from segcompact.errors import SourceError
+from segcompact.errors import ConfigError
 from segcompact.storage import FileInfo, FileSystem, Storage
 
 # ``<topic>-<partition>``: the partition is the digits after the last '-'. Directories Kafka
@@ -40,6 +40,20 @@ class SegmentFile:
 _INTERNAL_LOGS = frozenset({"__cluster_metadata"})
 
 
+def check_roots(roots: Iterable[str], storage: Storage) -> None:
+    """Raise :class:`ConfigError` naming the first of ``roots`` that does not exist."""
+    for root in roots:
+        _existing(root, storage)
+
+
+def _existing(root: str, storage: Storage) -> tuple[FileSystem, str]:
+    fs, path = storage.resolve(root)
+    path = fs.abspath(path)
+    if not fs.exists(path):
+        raise ConfigError(f"source root {path} does not exist")
+    return fs, path
+
+
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
     """``("orders", 3)`` for ``orders-3``; None for a name that is not a partition directory."""
     m = _PARTITION_DIR.match(name)
@@ -64,15 +78,12 @@ def discover(
 
     With ``rolled_only`` the segment with the highest base offset in each partition directory is
     the active one (still being appended to) and is left out until a newer one appears.
-    A root that does not exist raises :class:`SourceError`.
+    A root that does not exist raises :class:`ConfigError` (:func:`check_roots`).
     """
     found: list[SegmentFile] = []
     storage = storage or Storage()
     for root in roots:
-        fs, root = storage.resolve(root)
-        root = fs.abspath(root)
-        if not fs.exists(root):
-            raise SourceError(f"source root {root} does not exist")
+        fs, root = _existing(root, storage)
         for entry in fs.list_dir(root):
             parsed = parse_partition_dir(entry.name) if entry.is_dir else None
             if parsed is None:

@@ -16,8 +16,7 @@ class UsageError(SegcompactError):
 
 
 class SourceError(SegcompactError):
-    """Raised when a source root is missing or the segment manifest is unreadable or
-    inconsistent with the checkpoint."""
+    """Raised when the segment manifest is unreadable or inconsistent with the checkpoint."""
 
 
 class CorruptBatchError(SegcompactError):

@@ -246,3 +246,29 @@ def test_demo_ends_with_materialised_segments_and_says_where(
         assert any(batch.records_count for batch in SegmentReader(LocalInputFile(log)))
         assert log.with_suffix(".index").exists() and log.with_suffix(".timeindex").exists()
     assert f"segcompact dump {compacted}/" in proc.stdout
+
+
+def test_run_with_a_source_root_that_does_not_exist_is_exit_2(tmp_path: Path) -> None:
+    config = tmp_path / "compactor.toml"
+    config.write_text(_GOOD)  # its root "in" is not there
+    result = run_cli("run", "--config", config, "--once", cwd=tmp_path)
+    _assert_usage_error(result, "source root", f"{tmp_path / 'in'} does not exist")
+
+
+def test_a_failed_streaming_query_is_one_line_and_exit_1(
+    tmp_path: Path, spark_conf_dir: Path
+) -> None:
+    (tmp_path / "in").mkdir()
+    config = tmp_path / "compactor.toml"
+    config.write_text(_GOOD)
+    query = tmp_path / "chk" / "query"
+    (query / "offsets").mkdir(parents=True)
+    (query / "metadata").write_text('{"id":"5a5e0b9c-2f4e-4d8a-9a57-3d2f0f6c1e11"}\n')
+    (query / "offsets" / "0").write_text("v1\nnot an offset log entry\n")  # damaged
+    result = run_cli(
+        "run", "--config", config, "--once", cwd=tmp_path, spark_conf_dir=spark_conf_dir
+    )
+    assert result.returncode == 1, (result.returncode, result.stderr[-3000:])
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("segcompact: error: streaming query failed: "), last
+    assert "Traceback" not in result.stderr

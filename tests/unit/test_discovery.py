@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from segcompact.discovery import SegmentFile, discover, parse_partition_dir, parse_segment_name
-from segcompact.errors import SourceError
+from segcompact.errors import ConfigError, SourceError
 from segcompact.manifest import Manifest, manifest_id_of, offset_of, seq_of
 from segcompact.storage import LocalFileSystem
 
@@ -160,7 +160,7 @@ def test_relative_roots_resolve_to_absolute_paths(
 
 
 def test_a_missing_root_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(SourceError, match=r"source root .*nowhere does not exist"):
+    with pytest.raises(ConfigError, match=r"source root .*nowhere does not exist"):
         discover([str(tmp_path / "nowhere")])
 
 
