@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from segcompact.config import CompactorConfig
+    from segcompact.lease import Lease
 
 EXIT_DATA = 1
 EXIT_USAGE = 2
@@ -54,6 +55,14 @@ def _load(path: str, *, writes: bool = False) -> CompactorConfig:
     return config
 
 
+def _leased(config: CompactorConfig, command: str) -> Lease:
+    """This job's lease on the locations it writes (``with``: taken before Spark starts, renewed
+    while ``command`` runs): a second job is refused, and a lease lost meanwhile fails it."""
+    from segcompact.lease import job_lease
+
+    return job_lease(config, command)
+
+
 def _session(config: CompactorConfig) -> SparkSession:
     """The Spark session, with the config's ``[spark]`` settings."""
     from segcompact.spark.session import config_settings, get_spark
@@ -79,14 +88,17 @@ def _run(args: argparse.Namespace) -> int:
     quiet = logging.WARNING if args.once else logging.INFO
     logger.setLevel(logging.DEBUG if args.verbose else quiet)
     logger.propagate = False
-    compactor = Compactor(_session(config), config)
-    if args.once:
-        compactor.run_once(on_batch=_progress())
-        return 0
-    stop = GracefulStop()
-    stop.install()
-    query = compactor.start(once=False)
-    stop.wait(compactor, query)
+    with _leased(config, "run") as lease:
+        compactor = Compactor(_session(config), config)
+        if args.once:
+            lease.on_lost = lambda: compactor.request_stop(trigger_active=False)
+            compactor.run_once(on_batch=_progress())
+            return 0
+        stop = GracefulStop()
+        stop.install()
+        lease.on_lost = stop.requested.set
+        query = compactor.start(once=False)
+        stop.wait(compactor, query)
     return 0
 
 
@@ -118,11 +130,12 @@ def _materialize(args: argparse.Namespace) -> int:
     config = _load(args.config, writes=True)
     from segcompact.spark.job import Compactor
 
-    compactor = Compactor(_session(config), config)
-    compactor.merger.settle(compactor.clock.now_ms())
-    results = compactor.materializer.run(
-        topic=args.topic, partition=args.partition, force=args.force
-    )
+    with _leased(config, "materialize"):
+        compactor = Compactor(_session(config), config)
+        compactor.merger.settle(compactor.clock.now_ms())
+        results = compactor.materializer.run(
+            topic=args.topic, partition=args.partition, force=args.force
+        )
     for r in results:
         print(
             f"{r['topic']}-{r['partition']}: version {r['version']}, {r['records']} records in "
@@ -150,10 +163,11 @@ def _delete_records(args: argparse.Namespace) -> int:
     from segcompact.spark.delete_records import delete_records
     from segcompact.spark.tables import Tables
 
-    spark = _session(config)
-    tables = Tables.of(config)
-    tables.ensure(spark)
-    outcomes = delete_records(spark, tables, requests, SystemClock().now_ms())
+    with _leased(config, "delete-records"):
+        spark = _session(config)
+        tables = Tables.of(config)
+        tables.ensure(spark)
+        outcomes = delete_records(spark, tables, requests, SystemClock().now_ms())
     print("Records delete operation completed:")
     for (topic, partition), o in sorted(outcomes.items()):
         result = f"low_watermark: {o.low_watermark}" if o.error is None else f"error: {o.error}"
@@ -165,7 +179,8 @@ def _purge(args: argparse.Namespace) -> int:
     config = _load(args.config, writes=True)
     from segcompact.spark.job import Compactor
 
-    report = Compactor(_session(config), config).purge(force=args.force)
+    with _leased(config, "purge"):
+        report = Compactor(_session(config), config).purge(force=args.force)
     if report.opened is not None:
         print(f"erasure round {report.opened} opened")
     for tp in report.partitions:

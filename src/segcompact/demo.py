@@ -15,6 +15,7 @@ from typing import Any, TextIO
 from segcompact.config import CompactorConfig, is_table_name, is_uri, load_config
 from segcompact.errors import UsageError
 from segcompact.format.attributes import Compression
+from segcompact.lease import LEASE_DIR, job_lease
 from segcompact.samples import generate_partition
 
 # topic: (codec, transactions); their compaction settings are in conf/compactor.toml.
@@ -43,10 +44,13 @@ def reset(config: CompactorConfig) -> Path:
         raise UsageError(f"the demo writes local files; {config.source.paths[0]} is not local")
     if root.exists() and not (root / MARKER).exists():
         raise UsageError(f"{root} exists and was not written by segcompact demo; not touching it")
-    for location in (*config.owned(), str(root)):
+    for location in config.owned():  # all but the demo's own lease
         path = _local(location)
-        if path is not None and path.exists():
-            shutil.rmtree(path)
+        for child in path.iterdir() if path is not None and path.exists() else ():
+            if child.name != LEASE_DIR:
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+    if root.exists():
+        shutil.rmtree(root)
     root.mkdir(parents=True)
     (root / MARKER).touch()
     return root
@@ -68,19 +72,24 @@ def write_samples(root: Path, now_ms: int, *, seed: int = 42) -> int:
 
 
 def run_demo(config_path: str, workdir: str | None, *, out: TextIO) -> None:
-    from segcompact.spark.job import Compactor
-    from segcompact.spark.session import config_settings, get_spark
-    from segcompact.spark.status import partition_status
-
     config = load_config(config_path)
     if workdir is not None:
         config = config.with_base_dir(Path(workdir).resolve())
-    from segcompact.clock import SystemClock
     from segcompact.erasure.keyhash import ledger_secret
     from segcompact.erasure.schedule import smallest_sla_ms
 
     if smallest_sla_ms(config) is not None:
         ledger_secret()  # before anything is written or started
+    with job_lease(config, "demo"):  # no other job writes these, nor loses them to reset
+        _run(config, config_path, out)
+
+
+def _run(config: CompactorConfig, config_path: str, out: TextIO) -> None:
+    from segcompact.clock import SystemClock
+    from segcompact.spark.job import Compactor
+    from segcompact.spark.session import config_settings, get_spark
+    from segcompact.spark.status import partition_status
+
     root = reset(config)
     count = write_samples(root, SystemClock().now_ms())
     print(f"wrote {count} segments of {len(DEMO_TOPICS)} topics under {root}", file=out)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
 from collections import Counter
 from dataclasses import dataclass
@@ -15,6 +17,7 @@ from segcompact.compaction.model import ReferenceModel
 from segcompact.config import CompactorConfig, load_config
 from segcompact.erasure.keyhash import SECRET_VARIABLE
 from segcompact.format.segment import SegmentReader
+from segcompact.lease import job_lease
 from segcompact.storage import LocalInputFile
 from tests.e2e.harness import (
     RETENTION_MS,
@@ -272,3 +275,21 @@ def test_a_failed_streaming_query_is_one_line_and_exit_1(
     last = result.stderr.splitlines()[-1]
     assert last.startswith("segcompact: error: streaming query failed: "), last
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command", [["run", "--once"], ["materialize"], ["purge"]])
+def test_a_second_job_on_the_same_locations_is_refused_in_one_line(
+    tmp_path: Path, command: list[str]
+) -> None:
+    (tmp_path / "in").mkdir()
+    config = tmp_path / "compactor.toml"
+    config.write_text(_GOOD)
+    with job_lease(load_config(config).with_base_dir(tmp_path), "run"):
+        result = run_cli(command[0], "--config", config, *command[1:], cwd=tmp_path)
+    assert result.returncode == 1, (result.returncode, result.stderr)
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("segcompact: error: "), line
+    assert f"is in use by `segcompact run` on {socket.gethostname()} (pid {os.getpid()})" in line
+    for sign in ("Traceback", "SparkSession", "log4j", "WARN"):  # refused before Spark
+        assert sign not in result.stderr, (sign, result.stderr)
+    assert not (tmp_path / "state" / "_delta_log").exists()

@@ -7,9 +7,11 @@ import uuid
 
 import pytest
 
+from segcompact.clock import ManualClock
 from segcompact.config import parse_config
 from segcompact.errors import ConfigError
 from segcompact.export import export
+from segcompact.lease import LEASE_DIR, Lease, LeaseHeld
 from segcompact.manifest import Manifest
 from segcompact.publication import Output, Publication, new_version_directory
 from segcompact.storage import Storage
@@ -106,3 +108,20 @@ def test_missing_credentials_and_libraries_are_config_errors(
         config("hdfs://nn/out").check_storage()  # type: ignore[attr-defined]
     # Delta tables are Spark's to open: any Hadoop file system will do.
     config("/tmp/out", table="hdfs://nn/state").check_storage()  # type: ignore[attr-defined]
+
+
+def test_a_lease_on_s3_refuses_a_second_job_until_released(storage: Storage, bucket: str) -> None:
+    clock = ManualClock(0)
+    location = f"s3a://{bucket}/state"
+
+    def lease() -> Lease:
+        return Lease([location], storage, command="run", timeout_ms=60_000, clock=clock)
+
+    with lease(), pytest.raises(LeaseHeld, match=f"{location} is in use by `segcompact run`"):
+        lease().acquire()
+    with lease() as again:  # released: taken at once, at the next epoch
+        fs, path = storage.resolve(f"{location}/{LEASE_DIR}")
+        assert [e.name for e in fs.list_dir(path)] == [f"{2:020d}.json"]
+        clock.advance(20_000)
+        again.renew()
+        assert [e.name for e in fs.list_dir(path)] == [f"{3:020d}.json"]

@@ -76,6 +76,7 @@ SECTIONS: dict[str, dict[str, Key]] = {
         Key(
             "materialize_check_interval_ms", "materialize_check_interval_ms", v.integer(1, LONG_MAX)
         ),
+        Key("lease_timeout_ms", "lease_timeout_ms", v.integer(3_000, LONG_MAX)),
     ),
     "spark": {},  # Spark and Hadoop settings, passed as they are
     "defaults": TOPIC_KEYS,

@@ -171,6 +171,8 @@ class StreamConfig:
     trigger_interval: str = "10 seconds"
     max_segments_per_batch: int = 0  # 0: no limit
     materialize_check_interval_ms: int = 60_000
+    # How long a job's lease on its locations outlives its last renewal (segcompact.lease).
+    lease_timeout_ms: int = 60_000
 
 
 @dataclass(frozen=True, slots=True)

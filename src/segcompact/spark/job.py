@@ -186,7 +186,8 @@ class Compactor:
         with timed(log, "query"):
             query = self.start(once=True, on_batch=on_batch)
             _finish(query)
-        self.upkeep()
+        if not self._stopping:  # a stop (a lost lease) writes nothing more
+            self.upkeep()
 
 
 log = logging.getLogger(__name__)

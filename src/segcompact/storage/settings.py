@@ -76,6 +76,12 @@ class Storage:
             return _NO_LINKS, "/dbfs/" + location.split(":", 1)[1].lstrip("/")
         return _object_store(self, scheme), location
 
+    def opens(self, location: str) -> bool:
+        """Whether the Python side opens ``location`` (Spark alone opens a Delta table on
+        ``hdfs://`` and the like)."""
+        scheme = scheme_of(location)
+        return scheme in (None, "file", "dbfs") or scheme in _LIBRARY
+
     def filesystem(self, location: str) -> FileSystem:
         return self.resolve(location)[0]
 
