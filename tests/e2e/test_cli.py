@@ -67,6 +67,7 @@ def once(tmp_path_factory: pytest.TempPathFactory, spark_conf_dir: Path) -> Once
 def test_run_once_compacts_the_rolled_segments(spark: SparkSession, once: OnceRun) -> None:
     assert once.result.returncode == 0, once.result.stderr
     assert "Traceback" not in once.result.stderr
+    assert not (once.work / "spark-warehouse").exists()  # nothing unnamed in the working dir
     # The generated log must exercise what is compared below.
     assert once.model.pending, "a transaction should wait for a marker in an active segment"
     assert any(r.tombstone for r in once.model.state.values())

@@ -16,15 +16,20 @@ object-store settings the job's locations need), and keeps the rest as it was st
 
 from __future__ import annotations
 
+import atexit
+import functools
 import logging
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
+from segcompact.config.locations import is_table_name
 from segcompact.errors import SegcompactError
 from segcompact.storage import Storage
 from segcompact.timing import timed
@@ -108,8 +113,23 @@ def get_spark(
 
 def config_settings(config: CompactorConfig) -> dict[str, str]:
     """The session settings a config asks for: ``[spark]``, after what its storage needs
-    (``s3://`` through S3A, ``AWS_ENDPOINT_URL``), which ``[spark]`` may override."""
-    return {**config.storage.spark_settings(), **config.spark}
+    (``s3://`` through S3A, ``AWS_ENDPOINT_URL``), which ``[spark]`` may override.
+
+    A session segcompact starts on its own (not from ``spark-submit``) for a config without
+    catalog tables gets a temporary warehouse: nothing uses it, and Spark would otherwise
+    leave an empty ``spark-warehouse/`` in the working directory.
+    """
+    settings = {**config.storage.spark_settings(), **config.spark}
+    if not _launched_by_spark_submit() and not any(map(is_table_name, config.state.tables())):
+        settings.setdefault("spark.sql.warehouse.dir", _scratch_warehouse())
+    return settings
+
+
+@functools.cache
+def _scratch_warehouse() -> str:
+    path = tempfile.mkdtemp(prefix="segcompact-warehouse-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def _apply_hadoop_settings(spark: SparkSession, conf: Mapping[str, str]) -> None:
