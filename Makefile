@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: setup demo test lint bench bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory soak golden clean java chromium minio crds bundle-schema
+.PHONY: setup demo test fuzz fuzzers lint bench bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory soak golden clean java chromium minio crds bundle-schema
 
 setup: java $(BIN)/.installed $(DELTA_JARS) $(S3_JARS)
 
@@ -78,7 +78,42 @@ chromium:
 	  sudo=; [ "$$(id -u)" -eq 0 ] || ! command -v sudo >/dev/null || sudo=sudo; \
 	  $$sudo apt-get update -qq && $$sudo apt-get install -y -qq chromium; }
 
-test: setup chromium $(KAFKA_JARS) $(MINIO) crds
+# The C decoder's libFuzzer harness under AddressSanitizer and UndefinedBehaviorSanitizer:
+# clang and its fuzzer runtime from Debian's packages when missing.
+CLANG := clang-14
+FUZZ_DIR := .tools/fuzz
+DECODE_FUZZER := $(FUZZ_DIR)/decode_fuzzer
+PY_INCLUDE = $(shell $(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['include'])")
+PY_LIBDIR = $(shell $(BIN)/python -c "import sysconfig; print(sysconfig.get_config_var('LIBDIR'))")
+
+fuzzers: $(DECODE_FUZZER)
+
+$(DECODE_FUZZER): tests/fuzz/decode_fuzzer.c src/segcompact/format/_crecords.c $(BIN)/.installed
+	@command -v $(CLANG) >/dev/null && [ -n "$$(find /usr/lib/llvm-14 -name 'libclang_rt.fuzzer-x86_64.a' 2>/dev/null)" ] || { \
+	  sudo=; [ "$$(id -u)" -eq 0 ] || ! command -v sudo >/dev/null || sudo=sudo; \
+	  $$sudo apt-get update -qq && $$sudo apt-get install -y -qq $(CLANG) libclang-rt-14-dev; }
+	mkdir -p $(FUZZ_DIR)
+	$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  -I$(PY_INCLUDE) tests/fuzz/decode_fuzzer.c -o $@ \
+	  -L$(PY_LIBDIR) -lpython3.11 -Wl,-rpath,$(PY_LIBDIR)
+
+# 10 M inputs through the C decoder (ASan + UBSan, no single allocation over 256 MiB) and 1 M
+# segment files through the reader and both decoders (atheris), from the seeds and the corpus
+# kept in .tools/fuzz; a crash leaves its input in .tools/fuzz/crash-* (make it a file of
+# tests/fuzz/crashers/, which make test replays). FUZZ_RUNS and SEGMENT_FUZZ_RUNS scale them.
+FUZZ_RUNS ?= 10000000
+SEGMENT_FUZZ_RUNS ?= 1000000
+fuzz: $(DECODE_FUZZER)
+	$(BIN)/python -m tests.fuzz.seeds records $(FUZZ_DIR)/seeds
+	$(BIN)/python -m tests.fuzz.seeds segments $(FUZZ_DIR)/segment-seeds
+	mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/segment-corpus
+	$(DECODE_FUZZER) -runs=$(FUZZ_RUNS) -max_len=65536 -rss_limit_mb=2048 -malloc_limit_mb=256 \
+	  -artifact_prefix=$(FUZZ_DIR)/ -print_final_stats=1 $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
+	$(BIN)/python -m tests.fuzz.segment_fuzzer -runs=$(SEGMENT_FUZZ_RUNS) -max_len=65536 \
+	  -rss_limit_mb=2048 -artifact_prefix=$(FUZZ_DIR)/ -print_final_stats=1 \
+	  $(FUZZ_DIR)/segment-corpus $(FUZZ_DIR)/segment-seeds
+
+test: setup chromium $(KAFKA_JARS) $(MINIO) crds fuzzers
 	$(BIN)/ruff check src tests streaming
 	$(BIN)/mypy
 	$(BIN)/pytest $(PYTEST_ARGS)

@@ -25,7 +25,12 @@ from segcompact.format import _crecords  # a missing extension fails here, on pu
 from segcompact.format.arrow import decode_segment
 from segcompact.format.attributes import Compression, TimestampType
 from segcompact.format.batch import build_batch
-from segcompact.format.columns import ColumnBuffers, PyColumnBuilder, column_builder
+from segcompact.format.columns import (
+    MAX_TIMESTAMP_MS,
+    ColumnBuffers,
+    PyColumnBuilder,
+    column_builder,
+)
 from segcompact.format.record import Record, encode_records, iter_records
 from segcompact.format.segment import SegmentReader
 from segcompact.format.varint import encode_varint, encode_varlong
@@ -218,14 +223,19 @@ maybe_bytes = st.none() | st.binary(max_size=24)
 
 @st.composite
 def batches(draw: st.DrawFn) -> tuple[list[Record], int, int]:
-    """Records with offsets and timestamps anywhere in int64 that their deltas can reach."""
+    """Records with offsets anywhere in int64 that their deltas can reach, and timestamps
+    anywhere a microsecond timestamp holds (the builders refuse the rest)."""
     n = draw(st.integers(0, 8))
     off_deltas = draw(st.lists(st.integers(INT32_MIN, INT32_MAX), min_size=n, max_size=n))
     low = INT64_MIN - min(off_deltas, default=0)
     high = INT64_MAX - max(off_deltas, default=0)
     base_offset = draw(st.integers(max(low, INT64_MIN), min(high, INT64_MAX)))
     base_ts = draw(st.integers(INT64_MIN, INT64_MAX))
-    ts = st.integers(max(INT64_MIN, base_ts + INT64_MIN), min(INT64_MAX, base_ts + INT64_MAX))
+    lowest, highest = (
+        max(-MAX_TIMESTAMP_MS, base_ts + INT64_MIN),
+        min(MAX_TIMESTAMP_MS, base_ts + INT64_MAX),
+    )
+    ts = st.integers(lowest, highest) if lowest <= highest else st.just(base_ts)
     records = [
         Record(
             offset=base_offset + delta,
@@ -411,6 +421,13 @@ def test_mutated_payloads_decode_or_fail_alike(
         with pytest.raises(ValueError, match="overflows 64 bits"):
             c.append(payload, count, base_offset, base_ts, 0)
         return
+    if not all(-MAX_TIMESTAMP_MS <= r.timestamp <= MAX_TIMESTAMP_MS for r in records):
+        with pytest.raises(CorruptBatchError) as py_error:
+            py.append(payload, count, base_offset, base_ts, 0)
+        with pytest.raises(ValueError) as c_error:
+            c.append(payload, count, base_offset, base_ts, 0)
+        assert str(c_error.value) == str(py_error.value)
+        return
     py.append(payload, count, base_offset, base_ts, 0)
     c.append(payload, count, base_offset, base_ts, 0)
     assert c.finish() == py.finish()
@@ -468,6 +485,24 @@ def test_int64_overflow_message(make: Callable[[], Builder], error: type[Excepti
     payload = GOOD + raw_record(off_delta=encode_varint(1))
     with pytest.raises(error, match=f"record 1: base offset {INT64_MAX} \\+ delta 1 over"):
         make().append(payload, 2, INT64_MAX, 0, 0)
+
+
+@pytest.mark.parametrize("ts", [MAX_TIMESTAMP_MS + 1, -MAX_TIMESTAMP_MS - 1])
+def test_a_timestamp_no_microsecond_column_holds_is_refused_alike(ts: int) -> None:
+    """Found by fuzzing the segment reader: such a timestamp wrapped around silently in the
+    conversion to Spark's microseconds (an int64 product)."""
+    payload = GOOD + raw_record(ts_delta=encode_varlong(ts))
+    message = (
+        f"record 1: timestamp {ts} ms is out of range (a timestamp in microseconds holds "
+        f"+-{MAX_TIMESTAMP_MS} ms)"
+    )
+    with pytest.raises(CorruptBatchError) as py_error:
+        PyColumnBuilder().append(payload, 2, 0, 0, 0)
+    with pytest.raises(ValueError) as c_error:
+        CColumnBuilder().append(payload, 2, 0, 0, 0)
+    assert str(py_error.value) == str(c_error.value) == message
+    # The reference decoder, as dump uses it, still reads the record as Kafka wrote it.
+    assert [r.timestamp for r in iter_records(payload, 2, 0, 0)] == [0, ts]
 
 
 # --- Whole segments to Arrow -----------------------------------------------------------------

@@ -10,7 +10,7 @@ import pytest
 
 from segcompact.errors import CorruptBatchError
 from segcompact.format.arrow import decode_segment
-from segcompact.format.attributes import Compression
+from segcompact.format.attributes import Compression, TimestampType
 from segcompact.format.batch import (
     ATTRIBUTES_OFFSET,
     CRC_OFFSET,
@@ -107,6 +107,19 @@ CASES: dict[str, tuple[Callable[[], bytes], str]] = {
         lambda: _with_payload(b"\x00" * (4 << 20), 1, Compression.LZ4),
         "more than 1048576 bytes",
     ),
+    # Found by fuzzing the segment reader (tests/fuzz/crashers): each crashed the decoding task.
+    "last offset past 64 bits": (
+        lambda: _patch(_second(), ">q", 0, 2**63 - 2),
+        "base offset 9223372036854775806 + last offset delta 2 overflows 64 bits",
+    ),
+    "delete horizon past microseconds": (
+        lambda: _second(delete_horizon_ms=2**62),
+        "delete horizon 4611686018427387904 ms is out of range",
+    ),
+    "log append time past microseconds": (
+        lambda: _second(timestamp_type=TimestampType.LOG_APPEND_TIME, max_timestamp=-(2**62)),
+        "log append time -4611686018427387904 ms is out of range",
+    ),
     "negative key length": (
         lambda: _with_payload(bytes([12, 0, 0, 0, 5]) + b"\x00" * 7, 1),
         "key length -3 is negative",
@@ -132,7 +145,8 @@ def test_corrupt_batch_is_named_and_earlier_batches_survive(
     assert error.file == str(path)
     assert error.position == len(GOOD)
     assert reason in error.reason
-    if case not in ("truncated header", "unknown magic") and "past the end" not in reason:
+    odd = ("truncated header", "unknown magic", "last offset past 64 bits")  # base offset as read
+    if case not in odd and "past the end" not in reason:
         assert error.base_offset == SECOND_OFFSET
     assert str(path) in str(error) and f"position {len(GOOD)}" in str(error)
     # The good batch before it came out whole.

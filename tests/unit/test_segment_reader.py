@@ -81,13 +81,14 @@ def test_legacy_message_sets(tmp_path: Path, magic: int) -> None:
     assert lasts == [13, 14] and reader.last_offset == 14
 
 
-def _v1_wrapper(wrapper_offset: int, count: int) -> bytes:
-    """A gzip v1 message set of ``count`` inner messages (relative offsets 0..count-1)."""
+def _v1_wrapper(wrapper_offset: int, count: int, inner: list[int] | None = None) -> bytes:
+    """A gzip v1 message set of ``count`` inner messages (relative offsets 0..count-1, or
+    ``inner``)."""
     builder = LegacyRecordBatchBuilder(
         magic=1, compression_type=int(Compression.GZIP), batch_size=1 << 30
     )
-    for i in range(count):
-        builder.append(i, 5_000 + i, b"k%d" % i, b"v")
+    for i, offset in enumerate(inner or range(count)):
+        builder.append(offset, 5_000 + i, b"k%d" % i, b"v")
     wrapper = bytearray(builder.build())
     struct.pack_into(">q", wrapper, 0, wrapper_offset)
     return bytes(wrapper)
@@ -108,6 +109,13 @@ def test_a_v1_wrapper_below_its_last_inner_offset_is_corrupt(tmp_path: Path) -> 
     path = tmp_path / f"{0:020d}.log"
     path.write_bytes(_v1_wrapper(2, 4))
     with pytest.raises(CorruptBatchError, match="offset 2 is below its last inner offset 3"):
+        list(SegmentReader(LocalInputFile(path)))
+
+
+def test_a_v1_inner_offset_past_its_wrapper_is_corrupt(tmp_path: Path) -> None:
+    path = tmp_path / f"{0:020d}.log"
+    path.write_bytes(_v1_wrapper(10, 3, inner=[0, 5, 1]))  # absolute: 9, 14, 10
+    with pytest.raises(CorruptBatchError, match=r"inner offset 5 .* lies outside 0\.\.10"):
         list(SegmentReader(LocalInputFile(path)))
 
 

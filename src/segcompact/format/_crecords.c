@@ -156,7 +156,11 @@ enum {
     E_BATCH_TRAILING,  /* a = bytes, b = count */
     E_OFFSET_OVERFLOW, /* a = record, b = base, c = delta */
     E_TIME_OVERFLOW,   /* a = record, b = base, c = delta */
+    E_TIME_RANGE,      /* a = record, b = timestamp */
 };
+
+/* The milliseconds an Arrow timestamp in microseconds (Spark's) holds either side of 1970. */
+#define TS_MAX_MS (INT64_MAX / 1000)
 
 typedef struct {
     int code;
@@ -219,6 +223,12 @@ raise_error(const DecodeError *e)
     case E_TIME_OVERFLOW:
         PyErr_Format(PyExc_ValueError,
                      "record %lld: base timestamp %lld + delta %lld overflows 64 bits", a, b, c);
+        break;
+    case E_TIME_RANGE:
+        PyErr_Format(PyExc_ValueError,
+                     "record %lld: timestamp %lld ms is out of range (a timestamp in "
+                     "microseconds holds +-%lld ms)",
+                     a, b, (long long)TS_MAX_MS);
         break;
     default:
         PyErr_SetString(PyExc_SystemError, "_crecords: unknown decode error");
@@ -459,6 +469,8 @@ decode(Buf *bufs, const uint8_t *buf, int64_t end_all, int64_t count, int64_t ba
     /* A varlong past 64 bits or an absolute offset or timestamp past int64 is reported only if
      * the batch is otherwise well-formed: iter_records reports corruption first. */
     DecodeError overflow = {E_NONE, NULL, 0, 0, 0};
+    /* A timestamp Arrow's column cannot hold, reported only when nothing overflowed. */
+    DecodeError range = {E_NONE, NULL, 0, 0, 0};
     int64_t reserved = 0;
     for (i = 0; i < count; i++) {
         int64_t length, ts_delta, off_delta, key_n, value_n, n_headers, h;
@@ -568,6 +580,11 @@ decode(Buf *bufs, const uint8_t *buf, int64_t end_all, int64_t count, int64_t ba
             overflow.b = base_timestamp;
             overflow.c = ts_delta;
         }
+        else if ((timestamp > TS_MAX_MS || timestamp < -TS_MAX_MS) && range.code == E_NONE) {
+            range.code = E_TIME_RANGE;
+            range.a = i;
+            range.b = timestamp;
+        }
         put_i64(&bufs[B_OFFSET], offset);
         put_i64(&bufs[B_TIMESTAMP], timestamp);
         put_u8(&bufs[B_ATTRIBUTES], attributes);
@@ -586,8 +603,8 @@ decode(Buf *bufs, const uint8_t *buf, int64_t end_all, int64_t count, int64_t ba
         err->b = count;
         return -1;
     }
-    if (overflow.code != E_NONE) {
-        *err = overflow;
+    if (overflow.code != E_NONE || range.code != E_NONE) {
+        *err = overflow.code != E_NONE ? overflow : range;
         return -1;
     }
     return 0;

@@ -21,7 +21,7 @@ import pyarrow as pa
 from segcompact.errors import CorruptBatchError
 from segcompact.format.attributes import TimestampType
 from segcompact.format.batch import RecordBatch
-from segcompact.format.columns import Buffer, ColumnBuffers, column_builder
+from segcompact.format.columns import MAX_TIMESTAMP_MS, Buffer, ColumnBuffers, column_builder
 from segcompact.format.segment import SegmentReader
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
@@ -76,6 +76,17 @@ class _BatchMeta:
     delete_horizon: list[int | None] = field(default_factory=list)
 
     def add(self, b: RecordBatch) -> int:
+        """The batch's index in the chunk; :class:`CorruptBatchError` for a batch-level time
+        (its delete horizon, or the LogAppendTime every record takes) no column can hold."""
+        times = {"delete horizon": b.delete_horizon_ms}
+        if b.timestamp_type is TimestampType.LOG_APPEND_TIME:
+            times["log append time"] = b.max_timestamp
+        for what, ms in times.items():
+            if ms is not None and not -MAX_TIMESTAMP_MS <= ms <= MAX_TIMESTAMP_MS:
+                raise CorruptBatchError(
+                    f"{what} {ms} ms is out of range (a timestamp in microseconds holds "
+                    f"+-{MAX_TIMESTAMP_MS} ms)"
+                )
         values = (
             b.producer_id,
             b.producer_epoch,
@@ -180,8 +191,8 @@ def decode_segment(
     meta = _BatchMeta()
     try:
         for batch in reader:
-            index = meta.add(batch)
             try:
+                index = meta.add(batch)
                 builder.append(
                     batch.payload(limits.max_uncompressed_bytes),
                     batch.records_count,

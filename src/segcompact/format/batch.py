@@ -33,6 +33,8 @@ from segcompact.format.codecs import codec_for
 from segcompact.format.crc import crc32c
 from segcompact.format.record import Record, encode_records, iter_records
 
+_INT64_MAX = (1 << 63) - 1
+
 # The v2 header's fields in order, each with its struct code. Every field offset below is
 # derived from this list.
 _V2_FIELDS = (
@@ -175,6 +177,12 @@ def parse_v2(entry: bytes, position: int) -> RecordBatch:
     if count < 0 or last_delta < 0:
         raise CorruptBatchError(
             f"negative records count {count} or last offset delta {last_delta}",
+            position=position,
+            base_offset=base_offset,
+        )
+    if base_offset > _INT64_MAX - last_delta:
+        raise CorruptBatchError(
+            f"base offset {base_offset} + last offset delta {last_delta} overflows 64 bits",
             position=position,
             base_offset=base_offset,
         )

@@ -21,7 +21,12 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from segcompact.errors import CorruptBatchError
 from segcompact.format.record import Record, encode_records, iter_records
+
+# The milliseconds an Arrow timestamp in microseconds (Spark's) holds either side of 1970: a
+# record beyond them cannot be stored, and both builders refuse it (``_crecords``' TS_MAX_MS).
+MAX_TIMESTAMP_MS = ((1 << 63) - 1) // 1000
 
 # Any contiguous buffer: the decoder hands over bytes, the encoder also takes Arrow's buffers.
 Buffer = bytes | memoryview
@@ -118,6 +123,12 @@ class PyColumnBuilder:
     ) -> None:
         # Decode fully first, so a corrupt batch leaves the columns as they were.
         records = list(iter_records(payload, count, base_offset, base_timestamp))
+        for i, r in enumerate(records):
+            if not -MAX_TIMESTAMP_MS <= r.timestamp <= MAX_TIMESTAMP_MS:
+                raise CorruptBatchError(
+                    f"record {i}: timestamp {r.timestamp} ms is out of range (a timestamp in "
+                    f"microseconds holds +-{MAX_TIMESTAMP_MS} ms)"
+                )
         for r in records:
             self._offset.append(r.offset)
             self._timestamp.append(r.timestamp)

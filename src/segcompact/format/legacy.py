@@ -124,7 +124,14 @@ def _absolute(wrapper_offset: int, relative: list[int]) -> list[int]:
             f"offset {relative[-1]} and not 0"
         )
     shift = wrapper_offset - relative[-1]
-    return [shift + o for o in relative]
+    absolute = [shift + o for o in relative]
+    for o in absolute:
+        if not 0 <= o <= wrapper_offset:
+            raise CorruptBatchError(
+                f"inner offset {o - shift} of a compressed v1 set lies outside 0..{wrapper_offset}"
+                " once made absolute"
+            )
+    return absolute
 
 
 def parse_legacy(entry: bytes, position: int, max_uncompressed: int) -> RecordBatch:
