@@ -6,6 +6,7 @@ storage seam (:class:`~segcompact.storage.Storage`): each root on its own file s
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from segcompact.storage import FileInfo, FileSystem, Storage
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>[0-9]+)$")
 _SEGMENT_FILE = re.compile(r"^(?P<base>[0-9]{20})\.log$")
 _MAX_PARTITION = 0x7FFFFFFF
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,13 +89,15 @@ def discover(
         fs, root = _existing(root, storage)
         for entry in fs.list_dir(root):
             parsed = parse_partition_dir(entry.name) if entry.is_dir else None
-            if parsed is None:
+            if parsed is None or not _inside(fs, entry.path, root):
                 continue
             topic, partition = parsed
             segments = [
                 SegmentFile(topic, partition, base, f.path, f.size)
                 for f in _list_or_empty(fs, entry.path)
-                if not f.is_dir and (base := parse_segment_name(f.name)) is not None
+                if not f.is_dir
+                and (base := parse_segment_name(f.name)) is not None
+                and _inside(fs, f.path, root)
             ]
             if rolled_only and segments:
                 active = max(segments, key=lambda s: s.base_offset)
@@ -100,6 +105,20 @@ def discover(
             found.extend(segments)
     found.sort(key=lambda s: s.sort_key)
     return found
+
+
+_left_out: set[str] = set()  # symlinks out of a root, each logged once per process
+
+
+def _inside(fs: FileSystem, path: str, root: str) -> bool:
+    """Whether ``path`` lies under ``root`` once its symlinks are followed: a link out of a
+    source root is never followed (it might reach anything on the machine)."""
+    if fs.inside(path, root):
+        return True
+    if path not in _left_out:
+        _left_out.add(path)
+        log.warning("%s: a symlink out of the source root %s, left alone", path, root)
+    return False
 
 
 def _list_or_empty(fs: FileSystem, path: str) -> list[FileInfo]:

@@ -421,6 +421,25 @@ def test_a_deleted_segment_is_reported_not_fatal(spark: SparkSession, tmp_path: 
     assert (summary.offset, summary.segment_bytes) == (-1, 0)
 
 
+def test_an_unreadable_segment_is_reported_not_fatal(spark: SparkSession, tmp_path: Path) -> None:
+    root = tmp_path / "logs"
+    _segment(root, "t", 0, 0, build_batch(_records(0, 2)))
+    unreadable = _segment(root, "t", 0, 2, build_batch(_records(2, 2)))
+    _segment(root, "t", 0, 4, build_batch(_records(4, 2)))
+    options = _manifest(tmp_path)
+    Manifest(options["manifest"]).discover([str(root)])
+    # Replaced after discovery by what no retry can read (as root, a mode bit would not stop it).
+    unreadable.unlink()
+    unreadable.mkdir()
+
+    run = _available_now(spark, root, tmp_path / "checkpoint", **options)
+
+    assert [r.offset for r in run.records] == [0, 1]
+    summary = run.summaries[_short(str(unreadable))]
+    assert summary.error == f"{unreadable}: segment file cannot be read (Is a directory)"
+    assert (summary.offset, summary.segment_bytes) == (-1, 0)
+
+
 def test_a_lost_manifest_is_refused(spark: SparkSession, tmp_path: Path) -> None:
     root, _ = _layout(tmp_path)
     checkpoint, options = tmp_path / "checkpoint", _manifest(tmp_path)

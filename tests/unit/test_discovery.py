@@ -159,6 +159,18 @@ def test_relative_roots_resolve_to_absolute_paths(
     assert found.path == str(tmp_path / "logs" / "t-0" / f"{0:020d}.log")
 
 
+def test_symlinks_out_of_a_root_are_never_followed(tmp_path: Path) -> None:
+    root, outside = tmp_path / "logs", tmp_path / "elsewhere"
+    _segment(root, "kept", 0, 0)
+    _segment(outside, "away", 0, 0)
+    (root / "away-0").symlink_to(outside / "away-0")  # a partition directory out of the root
+    secret = _touch(outside / "secret", b"x" * 10)
+    (root / "kept-0" / f"{5:020d}.log").symlink_to(secret)  # a segment out of the root
+    (root / "alias-0").symlink_to(root / "kept-0")  # a link that stays inside is followed
+    found = discover([str(root)], rolled_only=False)
+    assert _found(found) == [("alias", 0, 0), ("kept", 0, 0)]
+
+
 def test_a_missing_root_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"source root .*nowhere does not exist"):
         discover([str(tmp_path / "nowhere")])

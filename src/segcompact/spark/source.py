@@ -273,8 +273,9 @@ def read_segment(
     """The records of one segment as Arrow batches (reduced under ``rankings``, if given), then
     its summary row.
 
-    Corruption and a vanished file end up in the summary row's ``error``; other I/O errors
-    raise, so Spark retries the task instead of recording a transient failure for good.
+    Corruption, a vanished file and one that cannot be read (no permission, not a file) end up
+    in the summary row's ``error``; other I/O errors raise, so Spark retries the task instead of
+    recording a transient failure for good.
     """
     segment = part.file
     fs, path = storage.resolve(segment.path)
@@ -303,8 +304,8 @@ def read_segment(
                 yield _records(rows, segment.base_offset)
     except CorruptBatchError as e:
         failure = e  # the good records before it still count
-    except FileNotFoundError:
-        yield _summary(part, -1, 0, _gone(part))
+    except _UNREADABLE as e:
+        yield _summary(part, -1, 0, _unreadable(part, e))
         return
     folded = None
     if reducer is not None:
@@ -319,16 +320,23 @@ def read_segment(
                         break
             except CorruptBatchError:
                 pass  # where the first pass stopped too: the second stops at its last record
-            except FileNotFoundError:
-                yield _summary(part, -1, 0, _gone(part))
+            except _UNREADABLE as e:
+                yield _summary(part, -1, 0, _unreadable(part, e))
                 return
         folded = reducer.folded
     error = _describe(failure, segment.path) if failure else None
     yield _summary(part, reader.last_offset, reader.valid_bytes, error, folded)
 
 
-def _gone(part: ManifestEntry) -> str:
-    return f"{part.file.path}: segment file not found (deleted after discovery)"
+# What no retry mends: the partition is reported, not the task failed (nor, after Spark's
+# retries, the query, which would fail again at every restart).
+_UNREADABLE = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
+
+
+def _unreadable(part: ManifestEntry, e: OSError) -> str:
+    if isinstance(e, FileNotFoundError):
+        return f"{part.file.path}: segment file not found (deleted after discovery)"
+    return f"{part.file.path}: segment file cannot be read ({e.strerror or e})"
 
 
 def _describe(e: CorruptBatchError, path: str) -> str:

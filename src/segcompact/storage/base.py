@@ -40,6 +40,11 @@ class FileSystem(Protocol):
 
     def join(self, path: str, *names: str) -> str: ...
 
+    def inside(self, path: str, root: str) -> bool:
+        """Whether ``path``, its symlinks followed, still lies under ``root`` (always true
+        where there are no links)."""
+        ...
+
     def exists(self, path: str) -> bool: ...
 
     def list_dir(self, path: str) -> list[FileInfo]:

@@ -96,6 +96,10 @@ class LocalFileSystem:
     def abspath(self, path: str) -> str:
         return os.path.abspath(os.path.expanduser(path))
 
+    def inside(self, path: str, root: str) -> bool:
+        real, top = os.path.realpath(path), os.path.realpath(root)
+        return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
 

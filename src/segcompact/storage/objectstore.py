@@ -40,6 +40,9 @@ class ObjectStore:
     def join(self, path: str, *names: str) -> str:
         return posixpath.join(path, *names)
 
+    def inside(self, path: str, root: str) -> bool:
+        return True  # no links in a bucket
+
     def exists(self, path: str) -> bool:
         return bool(self.fs.exists(path))
 
