@@ -135,16 +135,17 @@ def dump(paths: list[str], *, deep: bool, as_json: bool, out: TextIO) -> None:
     A corrupt batch stops that file after the good batches were printed, by raising
     :class:`~segcompact.errors.CorruptBatchError` naming file, position and reason.
     """
-    for path in paths:
+    for path in paths:  # every name checked before anything is printed
         if not os.path.isfile(path):
             raise UsageError(f"{path}: no such file")
+        if not path.endswith((".log", ".index", ".timeindex")):
+            raise UsageError(f"{path}: not a .log, .index or .timeindex file")
+    for path in paths:
         if not as_json:
             print(f"Dumping {path}", file=out)
-        if path.endswith((".index", ".timeindex")):
-            lines = _index_lines(path, as_json)
-        elif path.endswith(".log"):
+        if path.endswith(".log"):
             lines = _log_lines(path, deep, as_json)
         else:
-            raise UsageError(f"{path}: not a .log, .index or .timeindex file")
+            lines = _index_lines(path, as_json)
         for line in lines:
             print(line, file=out)

@@ -294,3 +294,72 @@ def test_a_second_job_on_the_same_locations_is_refused_in_one_line(
     for sign in ("Traceback", "SparkSession", "log4j", "WARN"):  # refused before Spark
         assert sign not in result.stderr, (sign, result.stderr)
     assert not (tmp_path / "state" / "_delta_log").exists()
+
+
+# --- every command, a bad config and its own bad arguments: one line, exit 2, nothing written --
+
+_COMMANDS = {
+    "run": ["--once"],
+    "status": [],
+    "materialize": ["--force"],
+    "delete-records": ["--offset-json-file", "offsets.json"],
+    "purge": [],
+    "sla": [],
+    "verify-erasure": ["--topic", "t", "--partition", "0", "--key", "k"],
+    "export": ["--to", "exported"],
+}
+_VERIFY = ["verify-erasure", "--config", "compactor.toml", "--topic", "t", "--partition", "0"]
+_OFFSETS = '{"partitions": [{"topic": "t", "partition": 0, "offset": 1}]}'
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(p.relative_to(root) for p in root.rglob("*"))
+
+
+def _refused(tmp_path: Path, args: list[str], *mentions: str, config: str = _GOOD) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "compactor.toml").write_text(config)
+    (tmp_path / "offsets.json").write_text(_OFFSETS)
+    before = _files(tmp_path)
+    _assert_usage_error(run_cli(*args, cwd=tmp_path), *mentions)
+    assert _files(tmp_path) == before, "a refused command wrote something"
+
+
+@pytest.mark.parametrize("command", sorted(_COMMANDS))
+@pytest.mark.parametrize("case", ["unknown-key", "wrong-type"])
+def test_every_command_refuses_a_bad_config_before_writing(
+    tmp_path: Path, command: str, case: str
+) -> None:
+    text, mentions = BAD_CONFIGS[case]
+    args = [command, "--config", "compactor.toml", *_COMMANDS[command]]
+    _refused(tmp_path, args, "compactor.toml", *mentions, config=text)
+
+
+@pytest.mark.parametrize(
+    ("args", "mentions"),
+    [
+        (["materialize", "--config", "compactor.toml", "--partition", "x"], ["invalid int", "'x'"]),
+        (["delete-records", "--config", "compactor.toml"], ["--offset-json-file"]),
+        (
+            ["delete-records", "--config", "compactor.toml", "--offset-json-file", "none.json"],
+            ["none.json: no such file"],
+        ),
+        (
+            ["delete-records", "--config", "compactor.toml", "--offset-json-file", "in"],
+            ["in: cannot read"],
+        ),
+        (_VERIFY, ["one of the arguments --key --key-b64 is required"]),
+        ([*_VERIFY, "--key-b64", "!!"], ["--key-b64 '!!': not base64"]),
+        ([*_VERIFY, "--key", "k", "--key-b64", "aw=="], ["not allowed with argument"]),
+        (["sla", "--config", "compactor.toml", "--format", "pdf"], ["invalid choice", "'pdf'"]),
+        (["export", "--config", "compactor.toml"], ["--to"]),
+        (["export", "--config", "compactor.toml", "--to", "s3x://b/x"], ["--to", "unknown scheme"]),
+        (["dump", "nowhere.log"], ["nowhere.log: no such file"]),
+        (["dump", "compactor.toml"], ["compactor.toml: not a .log, .index or .timeindex file"]),
+        (["demo", "--config", "missing.toml"], ["missing.toml", "cannot read config file"]),
+    ],
+)
+def test_each_commands_own_bad_arguments_are_refused_before_writing(
+    tmp_path: Path, args: list[str], mentions: list[str]
+) -> None:
+    _refused(tmp_path, args, *mentions)
