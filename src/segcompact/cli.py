@@ -15,7 +15,13 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from segcompact.errors import ConfigError, CorruptBatchError, SegcompactError, UsageError
+from segcompact.errors import (
+    ConfigError,
+    CorruptBatchError,
+    SegcompactError,
+    UsageError,
+    root_cause,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -442,9 +448,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # unforeseen (a Spark or I/O failure): one line, trace on request
         if os.environ.get("SEGCOMPACT_DEBUG"):
             raise
-        first = (str(e).strip().splitlines() or [""])[0]
         print(
-            f"segcompact: error: {type(e).__name__}: {first} (SEGCOMPACT_DEBUG=1 shows the trace)",
+            f"segcompact: error: {type(e).__name__}: {root_cause(str(e))} "
+            "(SEGCOMPACT_DEBUG=1 shows the trace)",
             file=sys.stderr,
         )
         return EXIT_DATA

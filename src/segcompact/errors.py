@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class SegcompactError(Exception):
     """Raised for any failure segcompact reports to its user."""
@@ -64,3 +66,20 @@ class CorruptBatchError(SegcompactError):
             position=self.position if self.position is not None else position,
             base_offset=self.base_offset if self.base_offset is not None else base_offset,
         )
+
+
+# "OSError: [Errno 28] No space left on device" in a Python traceback that Spark wraps in Java
+# exceptions and Py4J's messages: the line that says what went wrong.
+_EXCEPTION_LINE = re.compile(r"^\s*(?P<type>[A-Za-z_][\w.]*(?:Error|Exception)): (?P<text>.+)$")
+_WRAPPERS = ("org.", "java.", "scala.", "py4j.", "pyspark.errors", "Py4J")
+
+
+def root_cause(message: str) -> str:
+    """The first line of ``message`` naming an exception Spark or Py4J did not wrap it in (a
+    Python worker's, the driver's), else its first line: one line for a user."""
+    lines = message.strip().splitlines()
+    for line in lines:
+        m = _EXCEPTION_LINE.match(line)
+        if m and not m["type"].startswith(_WRAPPERS):
+            return line.strip()
+    return lines[0].strip() if lines else ""

@@ -24,7 +24,7 @@ from segcompact.compaction.reduce import Rankings
 from segcompact.config import CompactorConfig
 from segcompact.erasure.keyhash import ledger_secret
 from segcompact.erasure.schedule import smallest_sla_ms
-from segcompact.errors import SegcompactError
+from segcompact.errors import SegcompactError, root_cause
 from segcompact.spark.compat import once_trigger
 from segcompact.spark.erasure import Eraser, RoundReport
 from segcompact.spark.materialize import Materializer
@@ -230,8 +230,7 @@ def _finish(query: StreamingQuery) -> None:
         query.awaitTermination()
     error = query.exception()
     if error is not None and STOP_MARKER not in str(error):
-        first = (str(error).strip().splitlines() or [""])[0]
-        raise SegcompactError(f"streaming query failed: {first}")
+        raise SegcompactError(f"streaming query failed: {root_cause(str(error))}")
 
 
 class GracefulStop:
