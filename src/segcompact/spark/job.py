@@ -26,6 +26,7 @@ from segcompact.erasure.keyhash import ledger_secret
 from segcompact.erasure.schedule import smallest_sla_ms
 from segcompact.errors import SegcompactError, root_cause
 from segcompact.spark.compat import once_trigger
+from segcompact.spark.conflicts import retry_conflicts
 from segcompact.spark.erasure import Eraser, RoundReport
 from segcompact.spark.materialize import Materializer
 from segcompact.spark.merge import BatchMerger
@@ -95,14 +96,14 @@ class Compactor:
             try:
                 with self._writing:
                     waited = time.monotonic() - start
-                    self.merger(df, batch_id)  # settles what time alone changes, too
+                    retry_conflicts(lambda: self.merger(df, batch_id), f"batch {batch_id}")
                     # The upkeep before the next batch is planned: a segment that arrives
                     # meanwhile is in that batch, not in the one after a timer's upkeep that
                     # waited for this batch. Else only the materialisation triggers.
                     if not once and time.monotonic() >= self._next_upkeep:
                         self._upkeep(settled=True)
                     else:
-                        self.materializer.run()
+                        retry_conflicts(self.materializer.run, "materialisation")
             finally:
                 self._in_batch = False
             log.info(
@@ -170,6 +171,9 @@ class Compactor:
             return self._upkeep(force=force)
 
     def _upkeep(self, *, force: bool = False, settled: bool = False) -> RoundReport:
+        return retry_conflicts(lambda: self._upkeep_once(force, settled), "upkeep")
+
+    def _upkeep_once(self, force: bool, settled: bool) -> RoundReport:
         start = time.monotonic()
         if not settled:
             self.merger.settle(self.clock.now_ms())
