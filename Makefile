@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: setup demo test fuzz fuzzers lint bench bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory soak golden clean java chromium minio crds bundle-schema
+.PHONY: setup demo test chaos fuzz fuzzers lint bench bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory soak golden clean java chromium minio crds bundle-schema
 
 setup: java $(BIN)/.installed $(DELTA_JARS) $(S3_JARS)
 
@@ -112,6 +112,13 @@ fuzz: $(DECODE_FUZZER)
 	$(BIN)/python -m tests.fuzz.segment_fuzzer -runs=$(SEGMENT_FUZZ_RUNS) -max_len=65536 \
 	  -rss_limit_mb=2048 -artifact_prefix=$(FUZZ_DIR)/ -print_final_stats=1 \
 	  $(FUZZ_DIR)/segment-corpus $(FUZZ_DIR)/segment-seeds
+
+# kill -9 of each step of a job's life at seeded random moments, then the tables and the output
+# compared with an uninterrupted run (tests/chaos/harness.py); about 15 minutes for 50 kills.
+CHAOS_KILLS ?= 50
+CHAOS_SEED ?= 20261125
+chaos: setup
+	$(BIN)/python -m tests.chaos.harness --kills $(CHAOS_KILLS) --seed $(CHAOS_SEED)
 
 test: setup chromium $(KAFKA_JARS) $(MINIO) crds fuzzers
 	$(BIN)/ruff check src tests streaming

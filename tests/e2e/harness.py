@@ -155,14 +155,20 @@ class Background:
     """``segcompact`` in a process group of its own (the JVM and Python workers included),
     with stdout and stderr in files."""
 
-    def __init__(self, *args: str | os.PathLike[str], cwd: Path, spark_conf_dir: Path) -> None:
+    def __init__(
+        self,
+        *args: str | os.PathLike[str],
+        cwd: Path,
+        spark_conf_dir: Path | None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.stdout_path = cwd / "background.out"
         self.stderr_path = cwd / "background.err"
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(
                 [*CLI, *map(str, args)],
                 cwd=cwd,
-                env=cli_env(spark_conf_dir),
+                env={**cli_env(spark_conf_dir), **(env or {})},
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,

@@ -1,0 +1,223 @@
+"""Chaos: ``kill -9`` of segcompact's whole process tree at seeded random moments of every step
+of a job's life, then the job finished, and every table and the output compared with an
+uninterrupted run of the same steps.
+
+    python -m tests.chaos.harness --kills 50 [--seed N] [--work DIR]
+
+The steps, each a ``segcompact`` command in a process group of its own: ``run --once`` over the
+first half of the log (one segment per micro-batch), ``run --once`` over the rest,
+``delete-records``, ``materialize --force`` and ``purge --force`` (an erasure round: REORG
+PURGE, VACUUM, re-materialisation). A step is killed after a delay drawn from the seeded
+generator over its uninterrupted duration — before Spark is up, in a Delta commit, while a
+version's files or its manifest are written — and started again until it runs to its end;
+each kill is a kill point. Compared, without the columns a clock or a killed attempt moves
+(timestamps, output version numbers): every Delta table of the job, and each partition's
+published output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+
+from segcompact.config import CompactorConfig, load_config
+from segcompact.erasure.keyhash import SECRET_VARIABLE
+from tests.e2e.harness import (
+    Background,
+    Log,
+    _topic_settings,
+    output_records,
+    write_config,
+    write_log,
+)
+
+SECRET = "the chaos harness's ledger secret"
+STREAM = {"max_segments_per_batch": 1, "materialize_check_interval_ms": 3_600_000}
+
+
+@dataclass
+class Step:
+    name: str
+    args: list[str]
+    before: Callable[[], None] = lambda: None
+
+
+@dataclass
+class Job:
+    """One job's folder: its own copy of the source, its config, and how its steps went."""
+
+    work: Path
+    log: Log
+    spark_conf: Path | None = None  # a SPARK_CONF_DIR for the commands' JVMs
+    config_path: Path = field(init=False)
+    root: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.root = self.work / "in"
+        self.root.mkdir(parents=True)
+        topics = _topic_settings()
+        topics["users"] = {**topics["users"], "gdpr.deletion.sla.ms": "86400000"}
+        self.config_path = write_config(self.work, [self.root], stream=STREAM, topics=topics)
+
+    @property
+    def config(self) -> CompactorConfig:
+        return load_config(self.config_path)
+
+    def arrive(self, half: int) -> None:
+        """The first (0) or second (1) half of each partition's segments (the active one is
+        the second half's last, as in a log dir)."""
+        for (topic, partition), paths in self.log.segments.items():
+            middle = len(paths) // 2
+            for path in paths[:middle] if half == 0 else paths[middle:]:
+                target = self.root / f"{topic}-{partition}"
+                target.mkdir(exist_ok=True)
+                shutil.copy(path, target / path.name)
+
+    def steps(self) -> list[Step]:
+        offsets = self.work / "offsets.json"
+        offsets.write_text(
+            json.dumps({"partitions": [{"topic": "orders", "partition": 0, "offset": 10}]})
+        )
+        config = ["--config", str(self.config_path)]
+        return [
+            Step("run --once (first half)", ["run", *config, "--once"], lambda: self.arrive(0)),
+            Step("run --once (second half)", ["run", *config, "--once"], lambda: self.arrive(1)),
+            Step("delete-records", ["delete-records", *config, "--offset-json-file", str(offsets)]),
+            Step("materialize --force", ["materialize", *config, "--force"]),
+            Step("purge --force", ["purge", *config, "--force"]),
+        ]
+
+
+def run_step(job: Job, step: Step, kill_after: float | None) -> bool:
+    """``step``, killed (with everything it started) ``kill_after`` seconds in unless it ended
+    first; True when it ran to its end, which must then be a success."""
+    env = {SECRET_VARIABLE: SECRET}
+    with Background(*step.args, cwd=job.work, spark_conf_dir=job.spark_conf, env=env) as proc:
+        try:
+            code = proc.proc.wait(timeout=kill_after)
+        except subprocess.TimeoutExpired:  # still running: killed, the JVM and workers too
+            proc.kill_group()
+            return False
+    if code != 0:
+        raise AssertionError(f"{step.name} failed ({code}): {proc.stderr()[-3000:]}")
+    return True
+
+
+def uninterrupted(job: Job) -> list[float]:
+    """Every step run to its end; how long each took."""
+    took = []
+    for step in job.steps():
+        step.before()
+        start = time.monotonic()
+        assert run_step(job, step, None)
+        took.append(time.monotonic() - start)
+    return took
+
+
+def with_kills(job: Job, durations: list[float], kills: int, seed: int) -> list[str]:
+    """Every step, each killed at random moments until it has taken its share of ``kills``, then
+    run to its end; the kill points, as "step at N.N s"."""
+    rng = random.Random(seed)
+    steps = job.steps()
+    shares = [kills // len(steps) + (i < kills % len(steps)) for i in range(len(steps))]
+    points = []
+    for step, took, share in zip(steps, durations, shares, strict=True):
+        step.before()
+        killed = 0
+        while killed < share:
+            delay = rng.uniform(0, took)
+            if run_step(job, step, delay):
+                break  # it ended before the kill: the step is done
+            killed += 1
+            points.append(f"{step.name} at {delay:.1f} s")
+        else:
+            assert run_step(job, step, None)
+    return points
+
+
+# Besides timestamps: what a killed attempt moves (output versions are never reused) and what
+# the clock does (a published segment's size: its batches' delete horizons are wall-clock times,
+# and the records' timestamp deltas from them are varlongs).
+_MOVED = ("version", "clean_bytes")
+
+
+def _comparable(spark: SparkSession, table: str) -> list[tuple[Any, ...]]:
+    """A table's rows, sorted, without what a clock or a killed attempt moves."""
+    df = spark.read.format("delta").load(table)
+    keep = [
+        f.name
+        for f in df.schema.fields
+        if not isinstance(f.dataType, T.TimestampType) and not any(m in f.name for m in _MOVED)
+    ]
+    return sorted((tuple(r) for r in df.select(*keep).collect()), key=repr)
+
+
+def differences(spark: SparkSession, reference: Job, chaos: Job) -> list[str]:
+    """What differs between the two jobs' tables and published output (nothing, we expect)."""
+    found = []
+    ours, theirs = reference.config, chaos.config
+    for name, a, b in zip(
+        ("state", "partitions", "pending", "young", "ledger"),
+        ours.state.tables(),
+        theirs.state.tables(),
+        strict=True,
+    ):
+        if _comparable(spark, a) != _comparable(spark, b):
+            found.append(f"the {name} table differs")
+    if output_records(ours) != output_records(theirs):
+        found.append("the published output differs")
+    return found
+
+
+def chaos(
+    spark: SparkSession,
+    work: Path,
+    kills: int,
+    seed: int,
+    *,
+    records: int = 120,
+    spark_conf: Path | None = None,
+) -> tuple[list[str], list[str]]:
+    """The kill points and the differences found, on a log of two topics of two partitions
+    with about ``records`` records each."""
+    log = write_log(work / "log", seed, records=records, batches_per_segment=4)
+    reference = Job(work / "reference", log, spark_conf)
+    killed = Job(work / "chaos", log, spark_conf)
+    durations = uninterrupted(reference)
+    points = with_kills(killed, durations, kills, seed)
+    return points, differences(spark, reference, killed)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--kills", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=20261125)
+    parser.add_argument("--work", type=Path, default=Path(".tools/chaos"))
+    args = parser.parse_args()
+    shutil.rmtree(args.work, ignore_errors=True)
+    from segcompact.spark.session import get_spark
+
+    spark = get_spark(app_name="segcompact-chaos")
+    points, found = chaos(spark, args.work, args.kills, args.seed)
+    for point in points:
+        print(f"killed: {point}")
+    print(f"{len(points)} kill points; tables and output {'identical' if not found else 'DIFFER'}")
+    for what in found:
+        print(f"  {what}")
+    sys.exit(1 if found else 0)
+
+
+if __name__ == "__main__":
+    main()

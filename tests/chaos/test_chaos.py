@@ -1,0 +1,21 @@
+"""A short run of the chaos harness (``make chaos`` runs 50 kill points): a few kill -9s across
+a job's steps, then every table and the output as an uninterrupted run left them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from tests.chaos.harness import chaos
+
+pytestmark = pytest.mark.spark
+
+
+def test_a_few_kills_change_nothing(
+    spark: SparkSession, tmp_path: Path, spark_conf_dir: Path
+) -> None:
+    points, found = chaos(spark, tmp_path, 4, 7, records=40, spark_conf=spark_conf_dir)
+    assert found == [], points
+    assert points, "no step was killed: the delays all fell past the steps' ends"
