@@ -13,7 +13,8 @@ both create the same one. The holder renews every third of ``lease_timeout_ms`` 
 creating the next epoch; a renewal that finds the next epoch taken has lost the lease (another
 job took over one it saw expire while this one stalled) and the job stops. A lease is stale once
 its expiry has passed, or at once when its holder ran on this host and its process is gone (a
-kill -9, then a restart). A clean exit writes a released epoch. Expiry compares the holder's
+kill -9, then a restart; or a container restarted under the same host name whose command has
+the same pid again). A clean exit writes a released epoch. Expiry compares the holder's
 clock with the taker's: hosts sharing a store need roughly synchronised clocks, as Kafka's
 session timeouts do.
 """
@@ -83,11 +84,20 @@ class Holder:
     def live(self, now_ms: int, host: str) -> bool:
         if self.released or self.expires_ms <= now_ms:
             return False
-        return self.host != host or _process_exists(self.pid)
+        if self.host != host:
+            return True  # its process cannot be looked at from here: the expiry decides
+        if self.pid == os.getpid():
+            # This process, or an earlier one that had its pid (a container restarted with
+            # the same host name, its command again pid 1): only the leases held here count.
+            return self.owner in _HELD_HERE
+        return _process_exists(self.pid)
 
     def describe(self) -> str:
         until = datetime.fromtimestamp(self.expires_ms / 1000, UTC).isoformat(timespec="seconds")
         return f"`segcompact {self.command}` on {self.host} (pid {self.pid}), lease until {until}"
+
+
+_HELD_HERE: set[str] = set()  # the owners of the leases this process holds
 
 
 def _process_exists(pid: int) -> bool:
@@ -170,12 +180,14 @@ class Lease:
     def acquire(self) -> None:
         """Take every location's lease, or none: :class:`LeaseHeld` names a live holder."""
         taken: list[_Place] = []
+        _HELD_HERE.add(self.me.owner)
         try:
             for place in self.places:
                 self._take(place)
                 taken.append(place)
         except BaseException:
             self._release(taken)
+            _HELD_HERE.discard(self.me.owner)
             raise
 
     def _take(self, place: _Place) -> None:
@@ -241,10 +253,11 @@ class Lease:
             self._renewer.join()
         if self.lost is None:
             self._release(self.places)
+        _HELD_HERE.discard(self.me.owner)
 
     def _release(self, places: list[_Place]) -> None:
         for place in places:
-            if place.write(place.epoch + 1, self._holder(released=True)):
+            if place.epoch >= 0 and place.write(place.epoch + 1, self._holder(released=True)):
                 place.fs.remove(place.path(place.epoch))
                 place.epoch += 1
 

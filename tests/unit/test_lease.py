@@ -109,6 +109,20 @@ def test_a_holder_gone_from_this_host_is_taken_over_at_once(tmp_path: Path) -> N
     assert _files(tmp_path / "state") == [f"{1:020d}.json"]
 
 
+def test_an_earlier_process_with_this_pid_is_gone(tmp_path: Path) -> None:
+    # A container restarted under the same host name runs its command as the same pid again:
+    # a lease of that pid which this process does not hold is its predecessor's.
+    clock = ManualClock(0)
+    with _lease(clock, tmp_path / "chk"):
+        pass
+    (name,) = _files(tmp_path / "chk")
+    path = tmp_path / "chk" / LEASE_DIR / name
+    earlier = {**json.loads(path.read_text()), "owner": "an-earlier-run", "released": False}
+    path.write_text(json.dumps({**earlier, "expires_ms": TIMEOUT}))
+    _lease(clock, tmp_path / "chk").acquire()
+    assert _files(tmp_path / "chk") == [f"{2:020d}.json"]
+
+
 def test_a_released_lease_is_taken_at_once_and_epochs_only_grow(tmp_path: Path) -> None:
     clock = ManualClock(0)
     with _lease(clock, tmp_path / "state"):
