@@ -206,11 +206,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=20261125)
     parser.add_argument("--work", type=Path, default=Path(".tools/chaos"))
     args = parser.parse_args()
-    shutil.rmtree(args.work, ignore_errors=True)
+    work = args.work.resolve()  # the commands run in their job folders
+    shutil.rmtree(work, ignore_errors=True)
     from segcompact.spark.session import get_spark
 
     spark = get_spark(app_name="segcompact-chaos")
-    points, found = chaos(spark, args.work, args.kills, args.seed)
+    points, found = chaos(spark, work, args.kills, args.seed)
     for point in points:
         print(f"killed: {point}")
     print(f"{len(points)} kill points; tables and output {'identical' if not found else 'DIFFER'}")
