@@ -131,13 +131,15 @@ def with_kills(job: Job, durations: list[float], kills: int, seed: int) -> list[
     run to its end; the kill points, as "step at N.N s"."""
     rng = random.Random(seed)
     steps = job.steps()
-    shares = [kills // len(steps) + (i < kills % len(steps)) for i in range(len(steps))]
-    points = []
-    for step, took, share in zip(steps, durations, shares, strict=True):
+    points: list[str] = []
+    for i, (step, took) in enumerate(zip(steps, durations, strict=True)):
         step.before()
+        # This step's share of what is left: a step that ends before its kill (a restarted one
+        # has less left to do than the whole) hands the rest of its share on.
+        share = (kills - len(points)) // (len(steps) - i)
         killed = 0
         while killed < share:
-            delay = rng.uniform(0, took)
+            delay = rng.uniform(0, 0.8 * took)
             if run_step(job, step, delay):
                 break  # it ended before the kill: the step is done
             killed += 1
