@@ -96,6 +96,7 @@ def test_missing_credentials_and_libraries_are_config_errors(
                 "source": {"paths": ["/tmp/in"]},
                 "state": {"table": table},
                 "output": {"path": output},
+                "stream": {"checkpoint": "/tmp/chk"},
             },
             "c.toml",
         )

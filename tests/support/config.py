@@ -49,3 +49,23 @@ def write_config(
     path = work / "compactor.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+# The locations a config must name besides [source] paths (relative: these tests write
+# nothing), for tests that parse a config from a dict.
+REQUIRED: Mapping[str, Mapping[str, object]] = {
+    "state": {"table": "data/state"},
+    "output": {"path": "data/compacted"},
+    "stream": {"checkpoint": "checkpoints/segcompact"},
+}
+
+
+def located(data: Mapping[str, object]) -> dict[str, object]:
+    """``data`` with each required location it leaves out taken from :data:`REQUIRED` (its
+    other sections and keys as they are)."""
+    out = dict(data)
+    for section, keys in REQUIRED.items():
+        given = out.get(section, {})
+        if isinstance(given, dict):
+            out[section] = {**keys, **given}
+    return out

@@ -28,19 +28,23 @@ from segcompact.config import (
 )
 from segcompact.errors import ConfigError, SegcompactError
 from segcompact.format.attributes import Compression
+from tests.support.config import located
 
 REPO = Path(__file__).resolve().parents[2]
 FILE = "conf/bad.toml"
 SOURCE = {"source": {"paths": ["data/segments"]}}
+# A file's required locations besides [source] paths, for tests that write a file.
+LOCATIONS_TOML = '[state]\ntable = "st"\n[output]\npath = "out"\n[stream]\ncheckpoint = "chk"\n'
 
 
 def config(**sections: Any) -> CompactorConfig:
-    return parse_config({**SOURCE, **sections}, FILE)
+    return parse_config(located({**SOURCE, **sections}), FILE)
 
 
-def error(data: dict[str, Any]) -> str:
+def error(data: dict[str, Any], *, complete: bool = True) -> str:
+    """The error of ``data``, its missing locations filled in unless not ``complete``."""
     with pytest.raises(ConfigError) as info:
-        parse_config(data, FILE)
+        parse_config(located(data) if complete else data, FILE)
     return str(info.value)
 
 
@@ -437,11 +441,11 @@ REJECTED: list[tuple[str, dict[str, Any], str, str | None, str]] = [
         'lies inside [state] table = "data/state"',
     ),
     (
-        "blames-the-key-set",
+        "checkpoint-in-table",
         {**SOURCE, "state": {"table": "checkpoints"}},
-        "[state] table",
-        '"checkpoints"',
-        'lies inside [stream] checkpoint = "checkpoints/segcompact"',
+        "[stream] checkpoint",
+        '"checkpoints/segcompact"',
+        'lies inside [state] table = "checkpoints"',
     ),
     (
         "source-in-table",
@@ -475,6 +479,18 @@ def test_rejected_with_one_line_naming_file_key_value_and_allowed(
     assert len(message.splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    ("section", "key"), [("state", "table"), ("output", "path"), ("stream", "checkpoint")]
+)
+def test_every_location_a_job_writes_must_be_named(section: str, key: str) -> None:
+    """No default folder in the working directory that two jobs could share by accident."""
+    data = located(SOURCE)
+    data[section] = {k: v for k, v in data[section].items() if k != key}  # type: ignore[attr-defined]
+    assert error(data, complete=False) == (
+        f"{FILE}: [{section}] {key}: missing; expected a non-empty string"
+    )
+
+
 def test_config_error_is_a_segcompact_error() -> None:
     assert issubclass(ConfigError, SegcompactError)
 
@@ -485,10 +501,9 @@ def test_config_error_is_a_segcompact_error() -> None:
 def test_default_conf_file_loads_as_designed() -> None:
     cfg = load_config(REPO / "conf" / "compactor.toml")
     assert cfg.source == SourceConfig(paths=("data/segments",), rolled_only=True)
-    assert cfg.state == StateConfig()
-    assert cfg.state.table == "data/state"
+    assert cfg.state == StateConfig(table="data/state")
     assert cfg.output.path == "data/compacted"
-    assert cfg.stream == StreamConfig()
+    assert cfg.stream == StreamConfig(checkpoint="checkpoints/segcompact")
     assert cfg.stream.trigger_interval == "10 seconds"
     assert cfg.defaults == TopicConfig()
     assert list(cfg.topics) == ["orders", "inventory", "sessions"]  # the demo's topics
@@ -529,7 +544,8 @@ def test_load_reads_a_file_and_names_it_in_errors(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text(
         '[source]\npaths = ["in"]\n'
-        '[defaults]\n"compaction.strategy" = "timestamp"\n'
+        + LOCATIONS_TOML
+        + '[defaults]\n"compaction.strategy" = "timestamp"\n'
         '[topics."orders"]\n"compaction.strategy" = "newest"\n'
     )
     with pytest.raises(ConfigError) as info:
@@ -542,14 +558,16 @@ def test_load_reads_a_file_and_names_it_in_errors(tmp_path: Path) -> None:
 
 def test_unquoted_dotted_kafka_keys_read_as_quoted(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
-    path.write_text('[source]\npaths = ["in"]\n[defaults]\ndelete.retention.ms = 5\n')
+    path.write_text(
+        '[source]\npaths = ["in"]\n' + LOCATIONS_TOML + "[defaults]\ndelete.retention.ms = 5\n"
+    )
     assert load_config(path).defaults.delete_retention_ms == 5
 
 
 def test_spark_section_passes_settings_as_strings(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text(
-        '[source]\npaths = ["in"]\n[spark]\n'
+        '[source]\npaths = ["in"]\n' + LOCATIONS_TOML + "[spark]\n"
         '"spark.hadoop.fs.s3a.endpoint" = "http://127.0.0.1:9000"\n'
         "spark.hadoop.fs.s3a.path.style.access = true\n"  # unquoted: nested tables in TOML
         '"spark.sql.shuffle.partitions" = 8\n'
@@ -565,10 +583,12 @@ def test_spark_section_passes_settings_as_strings(tmp_path: Path) -> None:
         "fs.s3a.endpoint": "http://127.0.0.1:9000",
         "fs.s3a.path.style.access": "true",
     }
-    path.write_text('[source]\npaths = ["in"]\n[spark]\n"fs.s3a.endpoint" = "x"\n')
+    path.write_text(
+        '[source]\npaths = ["in"]\n' + LOCATIONS_TOML + '[spark]\n"fs.s3a.endpoint" = "x"\n'
+    )
     with pytest.raises(ConfigError, match=r'\[spark\] fs.s3a.endpoint = "x": expected a Spark'):
         load_config(path)
-    path.write_text('[source]\npaths = ["in"]\n[spark]\n"spark.jars" = [1]\n')
+    path.write_text('[source]\npaths = ["in"]\n' + LOCATIONS_TOML + '[spark]\n"spark.jars" = [1]\n')
     with pytest.raises(ConfigError, match="expected a string, number or boolean"):
         load_config(path)
 
@@ -627,21 +647,18 @@ def test_header_strategy_takes_its_header_from_topic_or_defaults() -> None:
 
 
 def test_strings_numbers_booleans_and_case() -> None:
-    cfg = parse_config(
-        {
-            "source": {"paths": ["a", "b"], "rolled_only": "False"},
-            "stream": {"max_segments_per_batch": "8", "materialize_check_interval_ms": "500"},
-            "defaults": {
-                "delete.retention.ms": " 86400000 ",
-                "min.cleanable.dirty.ratio": "0.25",
-                "compaction.strategy": "Timestamp",
-                "compaction.tombstone.mode": "HEADER",
-                "compression.type": "none",
-                "gdpr.deletion.sla.ms": "+2592000000",
-            },
-            "topics": {"metrics": {"gdpr.deletion.sla.ms": "none", "min.cleanable.dirty.ratio": 1}},
+    cfg = config(
+        source={"paths": ["a", "b"], "rolled_only": "False"},
+        stream={"max_segments_per_batch": "8", "materialize_check_interval_ms": "500"},
+        defaults={
+            "delete.retention.ms": " 86400000 ",
+            "min.cleanable.dirty.ratio": "0.25",
+            "compaction.strategy": "Timestamp",
+            "compaction.tombstone.mode": "HEADER",
+            "compression.type": "none",
+            "gdpr.deletion.sla.ms": "+2592000000",
         },
-        FILE,
+        topics={"metrics": {"gdpr.deletion.sla.ms": "none", "min.cleanable.dirty.ratio": 1}},
     )
     assert cfg.source == SourceConfig(paths=("a", "b"), rolled_only=False)
     assert cfg.stream.max_segments_per_batch == 8

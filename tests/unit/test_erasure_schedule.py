@@ -21,13 +21,14 @@ from segcompact.erasure.schedule import (
     smallest_sla_ms,
 )
 from segcompact.errors import ConfigError
+from tests.support.config import located
 
 SOURCE = {"source": {"paths": ["in"]}}
 HOUR = 3_600_000
 
 
 def config(**sections: Any) -> Any:
-    return parse_config({**SOURCE, **sections}, "c.toml")
+    return parse_config(located({**SOURCE, **sections}), "c.toml")
 
 
 def test_retention_is_a_quarter_of_the_smallest_sla_at_most_seven_days() -> None:

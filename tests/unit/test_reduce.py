@@ -18,7 +18,15 @@ from segcompact.compaction import _cfront  # a missing extension fails here, on 
 from segcompact.compaction.front import PyFront
 from segcompact.compaction.reduce import Ranking, Rankings, SegmentReducer, header_versions
 from segcompact.compaction.rules import header_version, order_key
-from segcompact.config import CompactionStrategy, CompactorConfig, SourceConfig, TopicConfig
+from segcompact.config import (
+    CompactionStrategy,
+    CompactorConfig,
+    OutputConfig,
+    SourceConfig,
+    StateConfig,
+    StreamConfig,
+    TopicConfig,
+)
 from segcompact.format.arrow import SCHEMA
 
 VERSION = "v"
@@ -280,6 +288,9 @@ def test_c_front_refuses_buffers_that_do_not_match() -> None:
 def test_rankings_travel_as_json_and_bad_json_is_refused() -> None:
     config = CompactorConfig(
         SourceConfig(("/logs",)),
+        StateConfig("/state"),
+        OutputConfig("/out"),
+        StreamConfig("/chk"),
         topics={
             "h": TopicConfig(compaction_strategy=CompactionStrategy.HEADER, strategy_header="ver"),
             "lag": TopicConfig(min_compaction_lag_ms=1000),

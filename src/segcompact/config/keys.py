@@ -61,16 +61,16 @@ SECTIONS: dict[str, dict[str, Key]] = {
         Key("rolled_only", "rolled_only", v.boolean),
     ),
     "state": _keys(
-        Key("table", "table", v.text),
+        Key("table", "table", v.text, required=True),
         Key("partitions_table", "partitions_table", v.text),
         Key("pending_table", "pending_table", v.text),
         Key("young_table", "young_table", v.text),
         Key("ledger_table", "ledger_table", v.text),
         Key("deleted_file_retention_ms", "deleted_file_retention_ms", v.integer(0, LONG_MAX)),
     ),
-    "output": _keys(Key("path", "path", v.text)),
+    "output": _keys(Key("path", "path", v.text, required=True)),
     "stream": _keys(
-        Key("checkpoint", "checkpoint", v.text),
+        Key("checkpoint", "checkpoint", v.text, required=True),
         Key("trigger_interval", "trigger_interval", v.interval),
         Key("max_segments_per_batch", "max_segments_per_batch", v.integer(0, INT_MAX)),
         Key(

@@ -97,7 +97,9 @@ class SourceConfig:
 class StateConfig:
     """``[state]``: Delta tables, each a path or (on Databricks) a catalog table name."""
 
-    table: str = "data/state"
+    # Required, as are [output] path and [stream] checkpoint: a job writes only where its
+    # config says, never into a default folder two jobs could share.
+    table: str
     # The others default to a sibling of the state table ("" until resolved): two jobs with
     # different state tables never share one by accident.
     partitions_table: str = ""
@@ -153,7 +155,7 @@ def sibling(table: str, suffix: str) -> str:
 class OutputConfig:
     """``[output]``: where re-materialised segments go."""
 
-    path: str = "data/compacted"
+    path: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +169,7 @@ class StreamConfig:
     ``log.cleaner.backoff.ms``, is broker-wide too).
     """
 
-    checkpoint: str = "checkpoints/segcompact"
+    checkpoint: str
     trigger_interval: str = "10 seconds"
     max_segments_per_batch: int = 0  # 0: no limit
     materialize_check_interval_ms: int = 60_000
@@ -180,9 +182,9 @@ class CompactorConfig:
     """A whole configuration file. ``topics`` holds the resolved topics named in the file."""
 
     source: SourceConfig
-    state: StateConfig = StateConfig()
-    output: OutputConfig = OutputConfig()
-    stream: StreamConfig = StreamConfig()
+    state: StateConfig
+    output: OutputConfig
+    stream: StreamConfig
     # [spark]: Spark and Hadoop settings for the session; the spark.hadoop.* ones also open
     # the file systems of the Python side (segcompact.storage.Storage).
     spark: Mapping[str, str] = field(default_factory=dict, hash=False)
