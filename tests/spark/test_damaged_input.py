@@ -63,7 +63,11 @@ def _damage(root: Path) -> dict[str, str]:
     struct.pack_into(">i", oversized, LENGTH_OFFSET, 0x7FFFFFF0)
     _segment(root / "oversized-0", 10, bytes(oversized))
     _segment(root / "bomb-0", 10, _bomb(10))
+    # Offsets going backwards inside a segment: its first batch is good and merged.
+    reordered = _batch(10, 5, b"r") + _batch(12, 3, b"r", base_offset=12)
+    _segment(root / "reordered-0", 10, reordered)
     return {
+        "reordered": "offset 12 is not past the previous batch's last offset 14",
         "flipped": "CRC mismatch",
         "truncated": "runs past the end of the file",
         "garbage": "corrupt batch",
@@ -85,7 +89,7 @@ def test_damage_stays_in_its_partition_and_a_restart_changes_nothing(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     root, outside = tmp_path / "in", tmp_path / "outside"
-    damaged = ["flipped", "truncated", "garbage", "backwards", "oversized", "bomb"]
+    damaged = ["flipped", "truncated", "garbage", "backwards", "oversized", "bomb", "reordered"]
     for topic in damaged:
         _good(root, topic, topic.encode())
     _good(root, "healthy", b"h")
@@ -110,17 +114,23 @@ def test_damage_stays_in_its_partition_and_a_restart_changes_nothing(
         line = status[topic]["uncleanable"]
         assert line is not None and reason in line, (topic, line)
         assert f"{root / f'{topic}-0' / f'{10:020d}.log'}" in line, (topic, line)
-        mine = {k: v for k, v in after.items() if k[0] == topic}
-        assert mine == {k: v for k, v in before.items() if k[0] == topic}, topic
+        if topic != "reordered":  # the damage is in the first batch: nothing more merged
+            mine = {k: v for k, v in after.items() if k[0] == topic}
+            assert mine == {k: v for k, v in before.items() if k[0] == topic}, topic
     assert status["healthy"]["uncleanable"] is None
     assert {k[0] for k in after} == {*damaged, "healthy"}  # nothing escaped or misnamed
 
-    # The healthy partition exactly as a job that never saw the damaged ones.
+    # The healthy partition exactly as a job that never saw the damaged ones, and the reordered
+    # one as a job that saw its segments up to the bad batch.
     alone = tmp_path / "alone"
     shutil.copytree(root / "healthy-0", alone / "healthy-0")
+    _good(alone, "reordered", b"reordered")
+    _segment(alone / "reordered-0", 10, _batch(10, 5, b"r"))
     clean = _config(tmp_path / "clean", alone)
     Compactor(spark, clean, clock).run_once()
-    assert {k: v for k, v in after.items() if k[0] == "healthy"} == state_table(spark, clean)
+    assert {k: v for k, v in after.items() if k[0] in ("healthy", "reordered")} == state_table(
+        spark, clean
+    )
 
     # A restart reads nothing new and fails on nothing: no crash loop, no change.
     Compactor(spark, config, clock).run_once()
@@ -131,3 +141,24 @@ def _tables(config: CompactorConfig) -> Any:
     from segcompact.spark.tables import Tables
 
     return Tables.of(config)
+
+
+def test_segments_that_overlap_with_the_same_records_read_as_one_log(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Not damage: segments whose offsets overlap but whose records agree (a replica's log dir
+    that rolled elsewhere, copies taken before and after Kafka's cleaner) are one log; a record
+    merged twice changes nothing."""
+    first, second, third = (_batch(n, 10, b"o") for n in (0, 10, 20))
+    root, alone = tmp_path / "in", tmp_path / "alone"
+    _segment(root / "overlap-0", 0, first + second)
+    _segment(root / "overlap-0", 10, second + third)  # offsets 10..19 are in both
+    _segment(alone / "overlap-0", 0, first + second)
+    _segment(alone / "overlap-0", 20, third)
+    clock = ManualClock(NOW_MS)
+    overlapping, clean = _config(tmp_path / "job", root), _config(tmp_path / "clean", alone)
+    for config in (overlapping, clean):
+        Compactor(spark, config, clock).run_once()
+    assert state_table(spark, overlapping) == state_table(spark, clean)
+    [row] = partition_status(spark, overlapping, _tables(overlapping), NOW_MS)
+    assert row["uncleanable"] is None and row["log_end_offset"] == 30

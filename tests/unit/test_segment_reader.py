@@ -131,6 +131,20 @@ def test_a_batch_below_the_segments_base_offset_is_corrupt(tmp_path: Path) -> No
     assert (reader.last_offset, reader.valid_bytes) == (101, len(good))
 
 
+@pytest.mark.parametrize("again", [101, 103], ids=["overlapping", "repeated"])
+def test_a_batch_not_past_the_previous_one_is_corrupt(tmp_path: Path, again: int) -> None:
+    """Offsets only go forward in a log: Kafka refuses such an append ("Out of order offsets")."""
+    good = build_batch(_records(100, 4), base_offset=100)
+    path = tmp_path / f"{100:020d}.log"
+    path.write_bytes(good + build_batch(_records(again, 3), base_offset=again))
+    reader = SegmentReader(LocalInputFile(path))
+    with pytest.raises(CorruptBatchError) as info:
+        list(reader)
+    assert f"offset {again} is not past the previous batch's last offset 103" in str(info.value)
+    assert (info.value.position, info.value.base_offset) == (len(good), again)
+    assert (reader.last_offset, reader.valid_bytes) == (103, len(good))
+
+
 def test_a_file_that_shrinks_while_read_is_corrupt_not_a_crash(tmp_path: Path) -> None:
     data = build_batch(_records(0, 3)) + build_batch(_records(3, 2))
     path = tmp_path / f"{0:020d}.log"

@@ -54,7 +54,9 @@ class SegmentReader:
     fails; ``False`` yields it with ``crc_valid`` false (as ``dump`` wants).
 
     A batch that starts below the base offset the file's name holds is corrupt (a segment's
-    name is the least offset it may hold, as Kafka rolls segments).
+    name is the least offset it may hold, as Kafka rolls segments), and so is one that does not
+    start past the previous batch's last offset (Kafka refuses such an append: "Out of order
+    offsets").
 
     After iteration, after an error, or when the consumer stopped on a batch it could not use,
     :attr:`valid_bytes` is the position just past the last good batch consumed and
@@ -142,6 +144,12 @@ class SegmentReader:
         if self.base_offset is not None and batch.base_offset < self.base_offset:
             raise CorruptBatchError(
                 f"offset {batch.base_offset} is below the segment's base offset {self.base_offset}",
+                base_offset=batch.base_offset,
+            )
+        if batch.base_offset <= self.last_offset:
+            raise CorruptBatchError(
+                f"offset {batch.base_offset} is not past the previous batch's last offset "
+                f"{self.last_offset}",
                 base_offset=batch.base_offset,
             )
         if self.verify_crc and not batch.crc_valid:
