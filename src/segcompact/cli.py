@@ -117,14 +117,14 @@ def _progress() -> Callable[[int], None]:
 
 def _status(args: argparse.Namespace) -> int:
     config = _load(args.config)
-    from segcompact.clock import SystemClock
+    from segcompact.clock import job_clock
     from segcompact.spark.status import partition_status
     from segcompact.spark.tables import Tables
 
     spark = _session(config)
     tables = Tables.of(config)
     tables.ensure(spark)
-    rows = partition_status(spark, config, tables, SystemClock().now_ms())
+    rows = partition_status(spark, config, tables, job_clock().now_ms())
     if args.format == "json":
         print(json.dumps(rows, indent=2))
     else:
@@ -165,7 +165,7 @@ def _delete_records(args: argparse.Namespace) -> int:
     except OSError as e:
         raise UsageError(f"{path}: cannot read: {e.strerror or e}") from None
     requests = parse_offset_json(text, path)
-    from segcompact.clock import SystemClock
+    from segcompact.clock import job_clock
     from segcompact.spark.delete_records import delete_records
     from segcompact.spark.tables import Tables
 
@@ -173,7 +173,7 @@ def _delete_records(args: argparse.Namespace) -> int:
         spark = _session(config)
         tables = Tables.of(config)
         tables.ensure(spark)
-        outcomes = delete_records(spark, tables, requests, SystemClock().now_ms())
+        outcomes = delete_records(spark, tables, requests, job_clock().now_ms())
     print("Records delete operation completed:")
     for (topic, partition), o in sorted(outcomes.items()):
         result = f"low_watermark: {o.low_watermark}" if o.error is None else f"error: {o.error}"
@@ -202,7 +202,7 @@ def _purge(args: argparse.Namespace) -> int:
 
 def _sla(args: argparse.Namespace) -> int:
     config = _load(args.config)
-    from segcompact.clock import SystemClock
+    from segcompact.clock import job_clock
     from segcompact.erasure.report import build, text
     from segcompact.spark.ledger import ledger_rows
     from segcompact.spark.tables import Tables
@@ -216,7 +216,7 @@ def _sla(args: argparse.Namespace) -> int:
         deletes,
         rounds,
         lambda t: config.topic(t).gdpr_deletion_sla_ms,
-        SystemClock().now_ms(),
+        job_clock().now_ms(),
         upstream,
     )
     if args.format == "json":

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
+
+from segcompact.errors import ConfigError
 
 
 class Clock(Protocol):
@@ -30,6 +33,25 @@ class ManualClock:
 
     def advance(self, ms: int) -> None:
         self.current_ms += ms
+
+
+# Pins every command's clock at these epoch milliseconds: replays and tests of what a job does at
+# a given time (graduation, expiry, deadlines). Leases keep the system clock: they are about
+# the liveness of processes, not the data's time.
+CLOCK_VARIABLE = "SEGCOMPACT_CLOCK_MS"
+
+
+def job_clock() -> Clock:
+    """The clock of a command: :data:`CLOCK_VARIABLE`'s time when set, else the system's."""
+    pinned = os.environ.get(CLOCK_VARIABLE)
+    if not pinned:
+        return SystemClock()
+    try:
+        return ManualClock(int(pinned))
+    except ValueError:
+        raise ConfigError(
+            f"{CLOCK_VARIABLE}={pinned!r}: not a time (epoch milliseconds, an integer)"
+        ) from None
 
 
 def epoch_ms(value: datetime | None) -> int | None:

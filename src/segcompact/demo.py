@@ -85,13 +85,13 @@ def run_demo(config_path: str, workdir: str | None, *, out: TextIO) -> None:
 
 
 def _run(config: CompactorConfig, config_path: str, out: TextIO) -> None:
-    from segcompact.clock import SystemClock
+    from segcompact.clock import job_clock
     from segcompact.spark.job import Compactor
     from segcompact.spark.session import config_settings, get_spark
     from segcompact.spark.status import partition_status
 
     root = reset(config)
-    count = write_samples(root, SystemClock().now_ms())
+    count = write_samples(root, job_clock().now_ms())
     print(f"wrote {count} segments of {len(DEMO_TOPICS)} topics under {root}", file=out)
     spark = get_spark(app_name="segcompact-demo", conf=config_settings(config))
     compactor = Compactor(spark, config)

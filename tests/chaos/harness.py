@@ -4,15 +4,16 @@ uninterrupted run of the same steps.
 
     python -m tests.chaos.harness --kills 50 [--seed N] [--work DIR]
 
-The steps, each a ``segcompact`` command in a process group of its own: ``run --once`` over the
-first half of the log (one segment per micro-batch), ``run --once`` over the rest,
-``delete-records``, ``materialize --force`` and ``purge --force`` (an erasure round: REORG
-PURGE, VACUUM, re-materialisation). A step is killed after a delay drawn from the seeded
-generator over its uninterrupted duration — before Spark is up, in a Delta commit, while a
-version's files or its manifest are written — and started again until it runs to its end;
-each kill is a kill point. Compared, without the columns a clock or a killed attempt moves
-(timestamps, output version numbers): every Delta table of the job, and each partition's
-published output.
+The steps, each a ``segcompact`` command in a process group of its own, on a pinned clock
+(``SEGCOMPACT_CLOCK_MS``): ``run --once`` over the first half of the log (one segment per
+micro-batch); the continuous ``run`` over the rest, finished by ``run --once``; ``run --once``
+an hour later, when the lagged topic's young records graduate; ``delete-records``;
+``materialize --force``; ``purge --force`` (an erasure round: REORG PURGE, VACUUM,
+re-materialisation). A step is killed after a delay drawn from the seeded generator over its
+uninterrupted duration — before Spark is up, in a Delta commit, while a version's files or its
+manifest are written — and started again until it runs to its end; each kill is a kill point.
+Compared, without the columns a killed attempt moves (timestamps, output version numbers): every
+Delta table of the job, and each partition's published output.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from segcompact.clock import CLOCK_VARIABLE
 from segcompact.config import CompactorConfig, load_config
 from segcompact.erasure.keyhash import SECRET_VARIABLE
 from tests.e2e.harness import (
@@ -45,13 +47,26 @@ from tests.e2e.harness import (
 
 SECRET = "the chaos harness's ledger secret"
 STREAM = {"max_segments_per_batch": 1, "materialize_check_interval_ms": 3_600_000}
+# The generated records' times are within 50 s of 1,000,000 ms; "orders" keeps the last
+# LAG_MS of them raw: at YOUNG_MS they are young, at OLD_MS (an hour on) they graduate.
+LAG_MS = 20_000
+YOUNG_MS = 1_060_000
+OLD_MS = YOUNG_MS + 3_600_000
 
 
 @dataclass
 class Step:
     name: str
-    args: list[str]
+    args: list[str]  # the command killed
     before: Callable[[], None] = lambda: None
+    now_ms: int = YOUNG_MS
+    # The command that runs the step to its end, when ``args`` never ends by itself (the
+    # continuous job); the uninterrupted run runs only this one.
+    finish: list[str] | None = None
+
+    @property
+    def to_the_end(self) -> list[str]:
+        return self.finish or self.args
 
 
 @dataclass
@@ -69,6 +84,7 @@ class Job:
         self.root.mkdir(parents=True)
         topics = _topic_settings()
         topics["users"] = {**topics["users"], "gdpr.deletion.sla.ms": "86400000"}
+        topics["orders"] = {**topics.get("orders", {}), "min.compaction.lag.ms": str(LAG_MS)}
         self.config_path = write_config(self.work, [self.root], stream=STREAM, topics=topics)
 
     @property
@@ -91,20 +107,28 @@ class Job:
             json.dumps({"partitions": [{"topic": "orders", "partition": 0, "offset": 10}]})
         )
         config = ["--config", str(self.config_path)]
+        once = ["run", *config, "--once"]
         return [
-            Step("run --once (first half)", ["run", *config, "--once"], lambda: self.arrive(0)),
-            Step("run --once (second half)", ["run", *config, "--once"], lambda: self.arrive(1)),
-            Step("delete-records", ["delete-records", *config, "--offset-json-file", str(offsets)]),
-            Step("materialize --force", ["materialize", *config, "--force"]),
-            Step("purge --force", ["purge", *config, "--force"]),
+            Step("run --once (first half)", once, lambda: self.arrive(0)),
+            Step("run (second half)", ["run", *config], lambda: self.arrive(1), finish=once),
+            Step("run --once (graduation)", once, now_ms=OLD_MS),
+            Step(
+                "delete-records",
+                ["delete-records", *config, "--offset-json-file", str(offsets)],
+                now_ms=OLD_MS,
+            ),
+            Step("materialize --force", ["materialize", *config, "--force"], now_ms=OLD_MS),
+            Step("purge --force", ["purge", *config, "--force"], now_ms=OLD_MS),
         ]
 
 
 def run_step(job: Job, step: Step, kill_after: float | None) -> bool:
     """``step``, killed (with everything it started) ``kill_after`` seconds in unless it ended
-    first; True when it ran to its end, which must then be a success."""
-    env = {SECRET_VARIABLE: SECRET}
-    with Background(*step.args, cwd=job.work, spark_conf_dir=job.spark_conf, env=env) as proc:
+    first; True when it ran to its end, which must then be a success. Killed or not, the step
+    is then run to its end by its ``finish`` command when it has one."""
+    args = step.args if kill_after is not None else step.to_the_end
+    env = {SECRET_VARIABLE: SECRET, CLOCK_VARIABLE: str(step.now_ms)}
+    with Background(*args, cwd=job.work, spark_conf_dir=job.spark_conf, env=env) as proc:
         try:
             code = proc.proc.wait(timeout=kill_after)
         except subprocess.TimeoutExpired:  # still running: killed, the JVM and workers too
@@ -115,14 +139,15 @@ def run_step(job: Job, step: Step, kill_after: float | None) -> bool:
     return True
 
 
-def uninterrupted(job: Job) -> list[float]:
-    """Every step run to its end; how long each took."""
+def uninterrupted(job: Job, after: Callable[[Step], None] = lambda _: None) -> list[float]:
+    """Every step run to its end, ``after`` called after each; how long each took."""
     took = []
     for step in job.steps():
         step.before()
         start = time.monotonic()
         assert run_step(job, step, None)
         took.append(time.monotonic() - start)
+        after(step)
     return took
 
 
@@ -137,22 +162,20 @@ def with_kills(job: Job, durations: list[float], kills: int, seed: int) -> list[
         # This step's share of what is left: a step that ends before its kill (a restarted one
         # has less left to do than the whole) hands the rest of its share on.
         share = (kills - len(points)) // (len(steps) - i)
-        killed = 0
-        while killed < share:
+        killed, ended = 0, False
+        while killed < share and not ended:
             delay = rng.uniform(0, 0.8 * took)
-            if run_step(job, step, delay):
-                break  # it ended before the kill: the step is done
-            killed += 1
-            points.append(f"{step.name} at {delay:.1f} s")
-        else:
+            ended = run_step(job, step, delay)  # ended before the kill: the step is done
+            if not ended:
+                killed += 1
+                points.append(f"{step.name} at {delay:.1f} s")
+        if not ended or step.finish:
             assert run_step(job, step, None)
     return points
 
 
-# Besides timestamps: what a killed attempt moves (output versions are never reused) and what
-# the clock does (a published segment's size: its batches' delete horizons are wall-clock times,
-# and the records' timestamp deltas from them are varlongs).
-_MOVED = ("version", "clean_bytes")
+# Besides timestamps: what a killed attempt moves (output versions are never reused).
+_MOVED = ("version",)
 
 
 def _comparable(spark: SparkSession, table: str) -> list[tuple[Any, ...]]:
@@ -197,9 +220,20 @@ def chaos(
     log = write_log(work / "log", seed, records=records, batches_per_segment=4)
     reference = Job(work / "reference", log, spark_conf)
     killed = Job(work / "chaos", log, spark_conf)
-    durations = uninterrupted(reference)
+    young: dict[str, int] = {}
+
+    def count_young(step: Step) -> None:
+        young[step.name] = _count(spark, reference.config.state.young_table)
+
+    durations = uninterrupted(reference, count_young)
+    assert young["run (second half)"] > 0, f"no young record to graduate: {young}"
+    assert young["run --once (graduation)"] == 0, f"young records left: {young}"
     points = with_kills(killed, durations, kills, seed)
     return points, differences(spark, reference, killed)
+
+
+def _count(spark: SparkSession, table: str) -> int:
+    return spark.read.format("delta").load(table).count()
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from segcompact.clock import Clock, SystemClock
+from segcompact.clock import Clock, job_clock
 from segcompact.compaction.reduce import Rankings
 from segcompact.config import CompactorConfig
 from segcompact.erasure.keyhash import ledger_secret
@@ -51,7 +51,7 @@ class Compactor:
     ) -> None:
         self.spark = spark
         self.config = config
-        self.clock = clock or SystemClock()
+        self.clock = clock or job_clock()
         # Checked before anything starts: a topic with an SLA needs the ledger's secret.
         secret = ledger_secret() if smallest_sla_ms(config) is not None else None
         self.tables = Tables.of(config)
