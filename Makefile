@@ -114,11 +114,15 @@ fuzz: $(DECODE_FUZZER)
 	  $(FUZZ_DIR)/segment-corpus $(FUZZ_DIR)/segment-seeds
 
 # kill -9 of each step of a job's life at seeded random moments, then the tables and the output
-# compared with an uninterrupted run (tests/chaos/harness.py); about 15 minutes for 50 kills.
+# compared with an uninterrupted run (tests/chaos/harness.py): on the local file system, then
+# with the tables, checkpoint and output on a MinIO server.
 CHAOS_KILLS ?= 50
+CHAOS_S3_KILLS ?= 20
 CHAOS_SEED ?= 20261125
-chaos: setup
+chaos: setup $(MINIO)
 	$(BIN)/python -m tests.chaos.harness --kills $(CHAOS_KILLS) --seed $(CHAOS_SEED)
+	$(BIN)/python -m tests.chaos.harness --s3 --kills $(CHAOS_S3_KILLS) --seed $(CHAOS_SEED) \
+	  --work .tools/chaos-s3
 
 test: setup chromium $(KAFKA_JARS) $(MINIO) crds fuzzers
 	$(BIN)/ruff check src tests streaming

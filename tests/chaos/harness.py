@@ -19,19 +19,20 @@ Delta table of the job, and each partition's published output.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import SparkSession
-from pyspark.sql import types as T
+import pyarrow as pa
+from deltalake import DeltaTable
 
 from segcompact.clock import CLOCK_VARIABLE
 from segcompact.config import CompactorConfig, load_config
@@ -69,6 +70,15 @@ class Step:
         return self.finish or self.args
 
 
+@dataclass(frozen=True)
+class Store:
+    """Where a job's tables, checkpoint and output go: its folder (None), or a URI per job
+    with the ``[spark]`` settings that reach it."""
+
+    base: Callable[[str], str] | None = None  # the job's name → its locations' URI
+    spark: Mapping[str, str] = field(default_factory=dict)
+
+
 @dataclass
 class Job:
     """One job's folder: its own copy of the source, its config, and how its steps went."""
@@ -76,6 +86,7 @@ class Job:
     work: Path
     log: Log
     spark_conf: Path | None = None  # a SPARK_CONF_DIR for the commands' JVMs
+    store: Store = Store()
     config_path: Path = field(init=False)
     root: Path = field(init=False)
 
@@ -85,7 +96,14 @@ class Job:
         topics = _topic_settings()
         topics["users"] = {**topics["users"], "gdpr.deletion.sla.ms": "86400000"}
         topics["orders"] = {**topics.get("orders", {}), "min.compaction.lag.ms": str(LAG_MS)}
-        self.config_path = write_config(self.work, [self.root], stream=STREAM, topics=topics)
+        self.config_path = write_config(
+            self.work,
+            [self.root],
+            stream=STREAM,
+            topics=topics,
+            base=None if self.store.base is None else self.store.base(self.work.name),
+            spark=self.store.spark,
+        )
 
     @property
     def config(self) -> CompactorConfig:
@@ -178,18 +196,23 @@ def with_kills(job: Job, durations: list[float], kills: int, seed: int) -> list[
 _MOVED = ("version",)
 
 
-def _comparable(spark: SparkSession, table: str) -> list[tuple[Any, ...]]:
-    """A table's rows, sorted, without what a clock or a killed attempt moves."""
-    df = spark.read.format("delta").load(table)
+def _comparable(config: CompactorConfig, table: str) -> list[tuple[Any, ...]]:
+    """A table's rows, sorted, without what a killed attempt moves; read by delta-rs."""
+    data = _read(config, table)
     keep = [
         f.name
-        for f in df.schema.fields
-        if not isinstance(f.dataType, T.TimestampType) and not any(m in f.name for m in _MOVED)
+        for f in data.schema
+        if not pa.types.is_timestamp(f.type) and not any(m in f.name for m in _MOVED)
     ]
-    return sorted((tuple(r) for r in df.select(*keep).collect()), key=repr)
+    return sorted((tuple(r.values()) for r in data.select(keep).to_pylist()), key=repr)
 
 
-def differences(spark: SparkSession, reference: Job, chaos: Job) -> list[str]:
+def _read(config: CompactorConfig, table: str) -> pa.Table:
+    options = config.storage.delta_options(table)
+    return DeltaTable(table, storage_options=options).to_pyarrow_table()
+
+
+def differences(reference: Job, chaos: Job) -> list[str]:
     """What differs between the two jobs' tables and published output (nothing, we expect)."""
     found = []
     ours, theirs = reference.config, chaos.config
@@ -199,7 +222,7 @@ def differences(spark: SparkSession, reference: Job, chaos: Job) -> list[str]:
         theirs.state.tables(),
         strict=True,
     ):
-        if _comparable(spark, a) != _comparable(spark, b):
+        if _comparable(ours, a) != _comparable(theirs, b):
             found.append(f"the {name} table differs")
     if output_records(ours) != output_records(theirs):
         found.append("the published output differs")
@@ -207,33 +230,30 @@ def differences(spark: SparkSession, reference: Job, chaos: Job) -> list[str]:
 
 
 def chaos(
-    spark: SparkSession,
     work: Path,
     kills: int,
     seed: int,
     *,
     records: int = 120,
     spark_conf: Path | None = None,
+    store: Store = Store(),
 ) -> tuple[list[str], list[str]]:
     """The kill points and the differences found, on a log of two topics of two partitions
     with about ``records`` records each."""
     log = write_log(work / "log", seed, records=records, batches_per_segment=4)
-    reference = Job(work / "reference", log, spark_conf)
-    killed = Job(work / "chaos", log, spark_conf)
+    reference = Job(work / "reference", log, spark_conf, store)
+    killed = Job(work / "chaos", log, spark_conf, store)
     young: dict[str, int] = {}
 
     def count_young(step: Step) -> None:
-        young[step.name] = _count(spark, reference.config.state.young_table)
+        config = reference.config
+        young[step.name] = _read(config, config.state.young_table).num_rows
 
     durations = uninterrupted(reference, count_young)
     assert young["run (second half)"] > 0, f"no young record to graduate: {young}"
     assert young["run --once (graduation)"] == 0, f"young records left: {young}"
     points = with_kills(killed, durations, kills, seed)
-    return points, differences(spark, reference, killed)
-
-
-def _count(spark: SparkSession, table: str) -> int:
-    return spark.read.format("delta").load(table).count()
+    return points, differences(reference, killed)
 
 
 def main() -> None:
@@ -241,16 +261,27 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=50)
     parser.add_argument("--seed", type=int, default=20261125)
     parser.add_argument("--work", type=Path, default=Path(".tools/chaos"))
+    parser.add_argument(
+        "--s3", action="store_true", help="tables, checkpoint and output on a MinIO server"
+    )
     args = parser.parse_args()
     work = args.work.resolve()  # the commands run in their job folders
     shutil.rmtree(work, ignore_errors=True)
-    from segcompact.spark.session import get_spark
+    with contextlib.ExitStack() as stack:
+        store = Store()
+        if args.s3:
+            from tests.support.minio import MinioServer
 
-    spark = get_spark(app_name="segcompact-chaos")
-    points, found = chaos(spark, work, args.kills, args.seed)
+            minio = stack.enter_context(MinioServer(work / "minio"))
+            store = Store(lambda job: f"s3a://{minio.make_bucket(job)}", minio.spark_settings())
+        points, found = chaos(work, args.kills, args.seed, store=store)
     for point in points:
         print(f"killed: {point}")
-    print(f"{len(points)} kill points; tables and output {'identical' if not found else 'DIFFER'}")
+    where = " on S3" if args.s3 else ""
+    print(
+        f"{len(points)} kill points{where}; tables and output "
+        f"{'identical' if not found else 'DIFFER'}"
+    )
     for what in found:
         print(f"  {what}")
     sys.exit(1 if found else 0)

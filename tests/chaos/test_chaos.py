@@ -6,16 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
 
 from tests.chaos.harness import chaos
 
 pytestmark = pytest.mark.spark
 
 
-def test_a_few_kills_change_nothing(
-    spark: SparkSession, tmp_path: Path, spark_conf_dir: Path
-) -> None:
-    points, found = chaos(spark, tmp_path, 4, 7, records=40, spark_conf=spark_conf_dir)
+def test_a_few_kills_change_nothing(tmp_path: Path, spark_conf_dir: Path) -> None:
+    points, found = chaos(tmp_path, 4, 7, records=40, spark_conf=spark_conf_dir)
     assert found == [], points
     assert points, "no step was killed: the delays all fell past the steps' ends"

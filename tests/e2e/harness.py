@@ -26,6 +26,7 @@ from pyspark.sql import SparkSession
 from segcompact.compaction.model import LogRecord, ReferenceModel, StateRow, read_log_records
 from segcompact.config import CompactorConfig, load_config
 from segcompact.format.attributes import Compression
+from segcompact.publication import Output, Publication
 from segcompact.samples import generate_partition
 from segcompact.storage import LocalInputFile
 from tests.support import config as support_config
@@ -99,8 +100,11 @@ def write_config(
     rolled_only: bool = True,
     stream: Mapping[str, object] | None = None,
     topics: Mapping[str, Mapping[str, str]] | None = None,
+    base: str | None = None,
+    spark: Mapping[str, str] | None = None,
 ) -> Path:
-    """A config file with every location under ``work``; returns its path."""
+    """A config file with every location under ``base`` (``work`` when not given); returns its
+    path."""
     return support_config.write_config(
         work,
         sources,
@@ -108,6 +112,8 @@ def write_config(
         stream=stream,
         defaults={"delete.retention.ms": RETENTION_MS},
         topics=topics if topics is not None else _topic_settings(),
+        base=base,
+        spark=spark,
     )
 
 
@@ -376,20 +382,32 @@ def partitions_table(spark: SparkSession, config: CompactorConfig) -> dict[Parti
     return {(r.topic, r.partition): r for r in rows}
 
 
-def output_records(config: CompactorConfig) -> dict[Partition, list[tuple[Any, ...]]]:
-    """The records of each partition's published output version, in offset order."""
-    out: dict[Partition, list[tuple[Any, ...]]] = {}
-    root = Path(config.output.path)
-    for folder in sorted(root.glob("*-*")):
-        topic, _, partition = folder.name.rpartition("-")
-        if not partition.isdigit():
-            continue  # a link being published
-        out[(topic, int(partition))] = [
-            (r.offset, r.key, r.value, r.headers)
-            for path in sorted(folder.glob("*.log"))
-            for r in read_log_records(LocalInputFile(path), topic, int(partition))
-        ]
+def publications(config: CompactorConfig) -> dict[Partition, Publication]:
+    """Each partition's published output version, as its publication manifest has it."""
+    output = Output(config.output.path, config.storage)
+    out: dict[Partition, Publication] = {}
+    for topic, partition in output.partitions():
+        publication = output.latest(topic, partition)
+        assert publication is not None, (topic, partition)
+        out[(topic, partition)] = publication
     return out
+
+
+def output_records(config: CompactorConfig) -> dict[Partition, list[tuple[Any, ...]]]:
+    """The records of each partition's published output version, in offset order (on any file
+    system the config's locations are on)."""
+    output = Output(config.output.path, config.storage)
+    return {
+        (topic, partition): [
+            (r.offset, r.key, r.value, r.headers)
+            for f in sorted(publication.files, key=lambda f: f.name)
+            if f.name.endswith(".log")
+            for r in read_log_records(
+                output.fs.input_file(output.join(publication.directory, f.name)), topic, partition
+            )
+        ]
+        for (topic, partition), publication in publications(config).items()
+    }
 
 
 def model_output(model: ReferenceModel) -> dict[Partition, list[tuple[Any, ...]]]:

@@ -1,7 +1,7 @@
 """``segcompact`` with every location on a real S3 server (MinIO): source segments, tables,
 checkpoint and output. ``run --once``, a restart that resumes, ``materialize``, ``export``,
-``delete-records``, a kill -9 in the middle of a publication, and the state table read back by
-delta-rs from S3."""
+``delete-records``, a kill -9 in the middle of a publication, damaged objects, and the state
+table read back by delta-rs from S3."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from deltalake import DeltaTable
 
 from segcompact.compaction.model import read_log_records
 from segcompact.config import CompactorConfig, load_config
+from segcompact.format.batch import V2_HEADER_SIZE, build_batch
+from segcompact.format.record import Record
 from segcompact.publication import Output
 from segcompact.storage import LocalInputFile
 from tests.e2e.harness import (
@@ -32,6 +34,8 @@ from tests.e2e.harness import (
     model_of,
     model_output,
     model_state,
+    output_records,
+    publications,
     run_cli,
     write_log,
 )
@@ -97,24 +101,9 @@ def _state(config: CompactorConfig) -> dict[StateKey, dict[str, Any]]:
 
 
 def _output(config: CompactorConfig) -> tuple[dict[Partition, list[Any]], dict[Partition, int]]:
-    """Each partition's published records (as its publication manifest lists the files), and
-    its version."""
-    output = Output(config.output.path, config.storage)
-    records: dict[Partition, list[Any]] = {}
-    versions: dict[Partition, int] = {}
-    for topic, partition in output.partitions():
-        pub = output.latest(topic, partition)
-        assert pub is not None
-        versions[(topic, partition)] = pub.version
-        records[(topic, partition)] = [
-            (r.offset, r.key, r.value, r.headers)
-            for f in sorted(pub.files, key=lambda f: f.name)
-            if f.name.endswith(".log")
-            for r in read_log_records(
-                output.fs.input_file(output.join(pub.directory, f.name)), topic, partition
-            )
-        ]
-    return records, versions
+    """Each partition's published records, and its version."""
+    versions = {tp: p.version for tp, p in publications(config).items()}
+    return output_records(config), versions
 
 
 def _compared(state: dict[StateKey, dict[str, Any]]) -> dict[StateKey, tuple[Any, ...]]:
@@ -206,6 +195,39 @@ def test_every_location_on_s3(minio: MinioServer, tmp_path: Path, spark_conf_dir
     )
     out = cli("delete-records", "--config", config_path, "--offset-json-file", offsets)
     assert f"partition: {topic}-{partition}\tlow_watermark: 5" in out
+
+    # 7. Damaged objects stay in their partition: each is marked uncleanable, its good segment
+    #    is compacted, and no other partition changes.
+    state = _compared(_state(config))
+    reasons = _upload_damaged(minio, bucket)
+    cli("run", "--config", config_path, "--once")
+    rows = {
+        r["topic"]: r
+        for r in json.loads(cli("status", "--config", config_path, "--format", "json"))
+    }
+    after = _compared(_state(config))
+    for damaged, reason in reasons.items():
+        segment = f"s3a://{bucket}/segments/{damaged}-0/{10:020d}.log"
+        assert reason in rows[damaged]["uncleanable"] and segment in rows[damaged]["uncleanable"]
+        assert {k[2] for k in after if k[0] == damaged} == {b"k%d" % i for i in range(3)}
+    assert {k: v for k, v in after.items() if k[0] not in reasons} == state
+
+
+def _upload_damaged(minio: MinioServer, bucket: str) -> dict[str, str]:
+    """Partitions of three segments each (a good one, a damaged one, the active one); returns
+    each one's expected reason."""
+
+    def batch(first: int) -> bytes:
+        return build_batch([Record(first + i, 1_000, b"k%d" % i, b"v") for i in range(3)])
+
+    flipped = bytearray(batch(10))
+    flipped[V2_HEADER_SIZE + 3] ^= 0x40
+    damage = {"flipped": bytes(flipped), "truncated": batch(10)[:-9]}
+    client = minio.client()
+    for topic, data in damage.items():
+        for base, content in ((0, batch(0)), (10, data), (20, batch(20))):
+            client.pipe(f"{bucket}/segments/{topic}-0/{base:020d}.log", content)
+    return {"flipped": "CRC mismatch", "truncated": "runs past the end of the file"}
 
 
 def _killed_in_publication(

@@ -19,26 +19,36 @@ def write_config(
     state: Mapping[str, object] | None = None,
     defaults: Mapping[str, object] | None = None,
     topics: Mapping[str, Mapping[str, object]] | None = None,
+    base: str | None = None,
+    spark: Mapping[str, str] | None = None,
 ) -> Path:
-    """``<work>/compactor.toml`` with every table, the output and the checkpoint under ``work``
-    (each ``[state]`` table in a directory named after its key); returns its path."""
+    """``<work>/compactor.toml`` with every table, the output and the checkpoint under ``base``
+    (a URI; ``work`` when not given), each ``[state]`` table in a directory named after its key,
+    and ``spark`` as its ``[spark]`` section; returns its path."""
     roots = ", ".join(json.dumps(str(p)) for p in sources)
+    under = base.rstrip("/") if base is not None else str(work)
+
+    def at(name: str) -> str:
+        return json.dumps(f"{under}/{name}")
+
     lines = [
         "[source]",
         f"paths = [{roots}]",
         f"rolled_only = {str(rolled_only).lower()}",
         "[state]",
         *(
-            f"{f.name} = {json.dumps(str(work / f.name))}"
+            f"{f.name} = {at(f.name)}"
             for f in dataclasses.fields(StateConfig)
             if f.name.endswith("table")
         ),
         *(f"{key} = {json.dumps(value)}" for key, value in (state or {}).items()),
         "[output]",
-        f"path = {json.dumps(str(work / 'out'))}",
+        f"path = {at('out')}",
         "[stream]",
-        f"checkpoint = {json.dumps(str(work / 'chk'))}",
+        f"checkpoint = {at('chk')}",
         *(f"{key} = {json.dumps(value)}" for key, value in (stream or {}).items()),
+        "[spark]",
+        *(f"{json.dumps(key)} = {json.dumps(value)}" for key, value in (spark or {}).items()),
         "[defaults]",
         *(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in (defaults or {}).items()),
     ]
