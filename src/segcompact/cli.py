@@ -76,6 +76,16 @@ def _session(config: CompactorConfig) -> SparkSession:
     return get_spark(conf=config_settings(config))
 
 
+def _ensured(config: CompactorConfig) -> SparkSession:
+    """The Spark session, the job's tables created if missing: a read-only command's way when
+    delta-rs cannot read them (``segcompact.table_sql``)."""
+    from segcompact.spark.tables import Tables
+
+    spark = _session(config)
+    Tables.of(config).ensure(spark)
+    return spark
+
+
 def _run(args: argparse.Namespace) -> int:
     config = _load(args.config, writes=True)
     from segcompact.discovery import check_roots
@@ -118,13 +128,9 @@ def _progress() -> Callable[[int], None]:
 def _status(args: argparse.Namespace) -> int:
     config = _load(args.config)
     from segcompact.clock import job_clock
-    from segcompact.spark.status import partition_status
-    from segcompact.spark.tables import Tables
+    from segcompact.status import read_status
 
-    spark = _session(config)
-    tables = Tables.of(config)
-    tables.ensure(spark)
-    rows = partition_status(spark, config, tables, job_clock().now_ms())
+    rows = read_status(config, job_clock().now_ms(), lambda: _ensured(config))
     if args.format == "json":
         print(json.dumps(rows, indent=2))
     else:
@@ -203,14 +209,12 @@ def _purge(args: argparse.Namespace) -> int:
 def _sla(args: argparse.Namespace) -> int:
     config = _load(args.config)
     from segcompact.clock import job_clock
+    from segcompact.erasure.ledger_reads import ledger_rows, ledger_views
     from segcompact.erasure.report import build, text
-    from segcompact.spark.ledger import ledger_rows
-    from segcompact.spark.tables import Tables
+    from segcompact.table_sql import open_sql
 
-    spark = _session(config)
-    tables = Tables.of(config)
-    tables.ensure(spark)
-    deletes, rounds = ledger_rows(spark, tables.ledger)
+    views = ledger_views(config)
+    deletes, rounds = ledger_rows(open_sql(views, config.storage, lambda: _ensured(config)))
     upstream = _upstream(config, {(r["topic"], r["partition"]) for r in (*deletes, *rounds)})
     report = build(
         deletes,
@@ -264,25 +268,26 @@ def _verify_erasure(args: argparse.Namespace) -> int:
             raise UsageError(f"--key-b64 {args.key_b64!r}: not base64") from None
     else:
         key = args.key.encode()
+    from segcompact.config import is_table_name
+    from segcompact.config.model import LOCATION_KEYS
     from segcompact.erasure.keyhash import key_hash, ledger_secret
+    from segcompact.erasure.ledger_reads import key_rows, key_views
     from segcompact.erasure.scan import scan_for_key
-    from segcompact.spark.ledger import key_rows
-    from segcompact.spark.tables import Tables
+    from segcompact.table_sql import open_sql
 
     secret = ledger_secret()
-    spark = _session(config)
-    tables = Tables.of(config)
-    tables.ensure(spark)
-    for name, table in tables.all().items():
-        if not table.is_path:
+    for section, name, table in LOCATION_KEYS:
+        location = getattr(getattr(config, section), name)
+        if table and is_table_name(location):
             raise UsageError(
-                f"[state] {name} table {table.name!r} is a catalog name: verify-erasure reads "
+                f"[{section}] {name} = {location!r} is a catalog name: verify-erasure reads "
                 "the table's files and needs its path"
             )
     hashed = key_hash(secret, args.topic, args.partition, key)
-    live, ledger = key_rows(spark, tables, args.topic, args.partition, key, hashed)
+    sql = open_sql(key_views(config), config.storage, lambda: _ensured(config))
+    live, ledger = key_rows(sql, args.topic, args.partition, key, hashed)
     result = scan_for_key(
-        tables=[t.name for t in tables.all().values()],
+        tables=list(config.state.tables()),
         outputs=[config.output.path],
         others=[config.stream.checkpoint],
         sources=list(config.source.paths),

@@ -10,14 +10,21 @@ callers then ask Spark.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
+
+from segcompact.config.locations import is_table_name
+from segcompact.storage.settings import scheme_of
+
+if TYPE_CHECKING:
+    from segcompact.storage import Storage
 
 
 def local_path(location: str) -> str | None:
@@ -27,6 +34,22 @@ def local_path(location: str) -> str | None:
     if "://" in location or ":" in location.split("/", 1)[0]:
         return None  # another file system (s3a://, abfss://, dbfs:/…)
     return location
+
+
+def native_location(location: str, storage: Storage) -> tuple[str, dict[str, str]] | None:
+    """Where and how delta-rs opens the table at ``location`` (a path, absolute or relative to
+    the working directory, or a URI); None when it cannot: a catalog name, a store delta-rs is
+    not given here, a relative path on a default file system that is not the local one."""
+    if is_table_name(location):
+        return None
+    if scheme_of(location) is None and not os.path.isabs(location):
+        if not storage.hadoop.get("fs.defaultFS", "file:///").startswith("file:"):
+            return None  # relative to the user's home on HDFS or the like: Hadoop knows
+        location = os.path.abspath(location)
+    options = storage.delta_options(location)
+    if options is None:
+        return None
+    return local_path(location) or location, options
 
 
 def open_table(location: str, storage_options: dict[str, str] | None = None) -> DeltaTable:

@@ -88,7 +88,7 @@ def _run(config: CompactorConfig, config_path: str, out: TextIO) -> None:
     from segcompact.clock import job_clock
     from segcompact.spark.job import Compactor
     from segcompact.spark.session import config_settings, get_spark
-    from segcompact.spark.status import partition_status
+    from segcompact.status import read_status
 
     root = reset(config)
     count = write_samples(root, job_clock().now_ms())
@@ -96,7 +96,7 @@ def _run(config: CompactorConfig, config_path: str, out: TextIO) -> None:
     spark = get_spark(app_name="segcompact-demo", conf=config_settings(config))
     compactor = Compactor(spark, config)
     compactor.run_once()
-    rows = partition_status(spark, config, compactor.tables, compactor.clock.now_ms())
+    rows = read_status(config, compactor.clock.now_ms(), lambda: spark)
     print(f"compacted state (Delta table {config.state.table}):", file=out)
     for row in rows:
         print(
@@ -131,10 +131,12 @@ def _run(config: CompactorConfig, config_path: str, out: TextIO) -> None:
 
 def _sla_report(compactor: Any, config: CompactorConfig, out: TextIO) -> None:
     """The deletion-SLA report of the topics with ``gdpr.deletion.sla.ms``."""
+    from segcompact.erasure.ledger_reads import ledger_rows, ledger_views
     from segcompact.erasure.report import build, text
-    from segcompact.spark.ledger import ledger_rows
+    from segcompact.table_sql import open_sql
 
-    deletes, rounds = ledger_rows(compactor.spark, compactor.tables.ledger)
+    sql = open_sql(ledger_views(config), config.storage, lambda: compactor.spark)
+    deletes, rounds = ledger_rows(sql)
     report = build(
         deletes, rounds, lambda t: config.topic(t).gdpr_deletion_sla_ms, compactor.clock.now_ms()
     )

@@ -20,7 +20,7 @@ from segcompact.format.attributes import Compression
 from segcompact.format.batch import LENGTH_OFFSET, V2_HEADER_SIZE, build_batch
 from segcompact.format.record import Record
 from segcompact.spark.job import Compactor
-from segcompact.spark.status import partition_status
+from segcompact.status import read_status
 from tests.e2e.harness import state_table
 from tests.support.config import write_config
 
@@ -109,7 +109,7 @@ def test_damage_stays_in_its_partition_and_a_restart_changes_nothing(
 
     Compactor(spark, config, clock).run_once()
     after = state_table(spark, config)
-    status = {r["topic"]: r for r in partition_status(spark, config, _tables(config), NOW_MS)}
+    status = {r["topic"]: r for r in read_status(config, NOW_MS, lambda: spark)}
     for topic, reason in reasons.items():
         line = status[topic]["uncleanable"]
         assert line is not None and reason in line, (topic, line)
@@ -137,12 +137,6 @@ def test_damage_stays_in_its_partition_and_a_restart_changes_nothing(
     assert state_table(spark, config) == after
 
 
-def _tables(config: CompactorConfig) -> Any:
-    from segcompact.spark.tables import Tables
-
-    return Tables.of(config)
-
-
 def test_segments_that_overlap_with_the_same_records_read_as_one_log(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -160,5 +154,5 @@ def test_segments_that_overlap_with_the_same_records_read_as_one_log(
     for config in (overlapping, clean):
         Compactor(spark, config, clock).run_once()
     assert state_table(spark, overlapping) == state_table(spark, clean)
-    [row] = partition_status(spark, overlapping, _tables(overlapping), NOW_MS)
+    [row] = read_status(overlapping, NOW_MS, lambda: spark)
     assert row["uncleanable"] is None and row["log_end_offset"] == 30

@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 from segcompact.clock import ManualClock
 from segcompact.config import CompactorConfig, load_config
 from segcompact.erasure.keyhash import SECRET_VARIABLE, key_hash
+from segcompact.erasure.ledger_reads import key_rows, key_views, ledger_rows
 from segcompact.errors import ConfigError
 from segcompact.format.batch import build_batch
 from segcompact.format.record import Record
@@ -28,6 +29,7 @@ from segcompact.spark.job import Compactor
 from segcompact.spark.ledger import record_deletes
 from segcompact.spark.source import NAME, register
 from segcompact.storage import LocalFileSystem, LocalInputFile
+from segcompact.table_sql import DeltaSql, SparkSql
 from tests.support import config as support_config
 
 pytestmark = pytest.mark.spark
@@ -89,6 +91,21 @@ def holding(config: CompactorConfig, needle: bytes) -> list[str]:
 def ledger(spark: SparkSession, config: CompactorConfig, kind: str) -> list[dict[str, Any]]:
     rows = spark.read.format("delta").load(config.state.ledger_table).where(f"kind = '{kind}'")
     return [r.asDict() for r in rows.orderBy("topic", "partition", "offset", "round").collect()]
+
+
+def _key_rows_by_both_engines(
+    spark: SparkSession, config: CompactorConfig, key: bytes
+) -> tuple[set[int], list[dict[str, Any]]]:
+    """What ``sla`` and ``verify-erasure`` read of partition 0, by delta-rs and by Spark: the
+    same."""
+    native = DeltaSql.open(key_views(config), config.storage)
+    assert native is not None
+    on_spark = SparkSql(spark, key_views(config))
+    assert ledger_rows(native) == ledger_rows(on_spark)
+    hashed = key_hash(SECRET.encode(), TOPIC, 0, key)
+    rows = key_rows(native, TOPIC, 0, key, hashed)
+    assert rows == key_rows(on_spark, TOPIC, 0, key, hashed)
+    return rows
 
 
 @pytest.fixture
@@ -153,6 +170,10 @@ def test_deleted_and_overwritten_values_are_gone_by_the_deadline(
         assert d["tombstone_expired_at"] is None
     rounds = ledger(spark, config, "round")
     assert {(r["partition"], r["status"]) for r in rounds} == {(0, "met"), (1, "met")}
+    live, shown = _key_rows_by_both_engines(spark, config, b"user-2")
+    assert live and not shown  # a live key with no delete
+    live, shown = _key_rows_by_both_engines(spark, config, b"user-1")
+    assert live == {3} and [r["offset"] for r in shown] == [3]  # its tombstone, till the horizon
     # The first overwrite started partition 0's clock: its round's append time.
     assert min(_ms(r["appended_at"]) for r in rounds if r["partition"] == 0) == T0
     with pytest.raises(Exception, match=r"(?i)cannot time travel|not.*found|FileNotFound"):

@@ -17,8 +17,8 @@ from segcompact.format.segment import read_batches
 from segcompact.publication import VERSIONS
 from segcompact.samples import generate_partition
 from segcompact.spark.delete_records import delete_records
-from segcompact.spark.status import partition_status
 from segcompact.spark.tables import session_settings
+from segcompact.status import read_status
 from segcompact.storage import LocalInputFile
 from tests.spark.test_compactor import MIN_LAG_MS, RETENTION_MS, START_MS, Scenario
 
@@ -149,9 +149,7 @@ def test_records_younger_than_the_lag_stay_raw_until_they_may_be_compacted(
     link = tmp_path / "out" / "by-age-0"
     assert _version_of(link) == "v1"
     (status,) = [
-        r
-        for r in partition_status(spark, s.config, s.compactor.tables, s.clock.now_ms())
-        if r["topic"] == "by-age"
+        r for r in read_status(s.config, s.clock.now_ms(), lambda: spark) if r["topic"] == "by-age"
     ]
     assert status["young_records"] == len(young) and status["due"] is None
 

@@ -10,9 +10,12 @@ older than ``max.compaction.lag.ms``.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from segcompact.config import TopicConfig
+from segcompact.clock import epoch_ms
+from segcompact.config import CompactorConfig, TopicConfig
 
 
 class Reason(enum.StrEnum):
@@ -71,3 +74,23 @@ def decide(stats: PartitionStats, topic: TopicConfig, now_ms: int) -> Decision:
     if stats.uncleanable:
         reasons.clear()
     return Decision(tuple(reasons), ratio, delay)
+
+
+def decision(row: Mapping[str, Any], config: CompactorConfig, now_ms: int) -> Decision:
+    """Whether the partition of a partitions-table ``row`` is due now, and why: the one place
+    that reads such a row as trigger inputs (``status`` and the materialiser both call it, so
+    what status calls due is what ``materialize`` writes).
+
+    The horizon is the published output's earliest tombstone horizon (the state's may be later:
+    what matters is what a reader of the output still sees); the log start has moved when it
+    differs from the one the published version was written at.
+    """
+    stats = PartitionStats(
+        row["dirty_bytes"],
+        row["clean_bytes"],
+        epoch_ms(row["first_dirty_timestamp"]),
+        epoch_ms(row["output_next_horizon"]),
+        row["log_start_offset"] != (row["materialized_log_start"] or 0),
+        uncleanable=row["uncleanable_reason"] is not None,
+    )
+    return decide(stats, config.topic(row["topic"]), now_ms)

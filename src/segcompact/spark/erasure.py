@@ -38,6 +38,7 @@ from pyspark.sql import functions as F
 
 from segcompact.clock import Clock, epoch_ms
 from segcompact.config import CompactorConfig
+from segcompact.erasure.ledger_reads import DELETE, ROUND, read_rows
 from segcompact.erasure.schedule import (
     EXPIRED,
     ROUND_STAGES,
@@ -48,7 +49,7 @@ from segcompact.erasure.schedule import (
     row_outcome,
     smallest_sla_ms,
 )
-from segcompact.spark.ledger import DELETE, ROUND, read_rows, rows_frame, upsert
+from segcompact.spark.ledger import rows_frame, upsert
 from segcompact.spark.materialize import Materializer
 from segcompact.spark.tables import LEDGER_SCHEMA, Tables
 from segcompact.timing import timed

@@ -11,7 +11,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -19,13 +18,11 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from segcompact.config import TopicConfig
 from segcompact.erasure.keyhash import key_hash
-from segcompact.erasure.report import iso
+from segcompact.erasure.ledger_reads import DELETE
 from segcompact.erasure.schedule import Status
 from segcompact.spark.rules import per_topic
-from segcompact.spark.tables import LEDGER_SCHEMA, Table, Tables, timestamp
+from segcompact.spark.tables import LEDGER_SCHEMA, Table, timestamp
 
-DELETE = "delete"
-ROUND = "round"
 TIME_COLUMNS = tuple(f.name for f in LEDGER_SCHEMA if isinstance(f.dataType, T.TimestampType))
 _HASHED = T.StructType(
     [
@@ -138,24 +135,6 @@ def record_deletes(
     )
 
 
-def read_rows(rows: pa.Table) -> list[dict[str, Any]]:
-    """Ledger rows (``Table.arrow``) as dicts, their times as epoch milliseconds (None stays
-    None) and ``table_versions`` as a dict."""
-    millis = pa.timestamp("ms", tz="UTC")
-    columns = {
-        name: col.cast(millis, safe=False).cast(pa.int64())
-        if pa.types.is_timestamp(col.type)
-        else col
-        for name, col in zip(rows.column_names, rows.columns, strict=True)
-    }
-    out: list[dict[str, Any]] = pa.table(columns).to_pylist()
-    if "table_versions" in columns:
-        for r in out:
-            if r["table_versions"] is not None:
-                r["table_versions"] = dict(r["table_versions"])
-    return out
-
-
 def rows_frame(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) -> DataFrame:
     """Dicts shaped like :func:`read_rows`'s as a DataFrame of the ledger's schema."""
     as_longs = T.StructType(
@@ -193,39 +172,3 @@ def upsert(spark: SparkSession, ledger: Table, source: DataFrame) -> None:
         .whenNotMatchedInsertAll()
         .execute()
     )
-
-
-def ledger_rows(spark: SparkSession, ledger: Table) -> tuple[list[dict[str, Any]], ...]:
-    """Every delete row and every round row, for the report."""
-    rows = ledger.arrow(spark)
-    deletes = rows.filter(pc.field("kind") == DELETE).sort_by(
-        [("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")]
-    )
-    rounds = rows.filter(pc.field("kind") == ROUND).sort_by(
-        [("topic", "ascending"), ("partition", "ascending"), ("round", "ascending")]
-    )
-    return read_rows(deletes), read_rows(rounds)
-
-
-def key_rows(
-    spark: SparkSession, tables: Tables, topic: str, partition: int, key: bytes, hashed: str
-) -> tuple[set[int], list[dict[str, Any]]]:
-    """One key's live offsets (its state row; the newest of its young rows, not yet compacted)
-    and its ledger rows. Reads only: the key is in a read's filter, never in a commit."""
-    where = (F.col("topic") == topic) & (F.col("partition") == partition) & (F.col("key") == key)
-    live = {r.offset for r in tables.state.read(spark).where(where).select("offset").collect()}
-    young = tables.young.read(spark).where(where).agg(F.max("offset")).first()
-    if young is not None and young[0] is not None:
-        live.add(int(young[0]))
-    rows = read_rows(
-        tables.ledger.arrow(
-            spark,
-            where=(pc.field("key_hash") == hashed)
-            & (pc.field("topic") == topic)
-            & (pc.field("partition") == partition),
-        )
-    )
-    shown = [
-        {k: iso(v) if k in TIME_COLUMNS else v for k, v in r.items() if v is not None} for r in rows
-    ]
-    return live, shown

@@ -27,12 +27,12 @@ from pyspark.sql import types as T
 from segcompact.clock import Clock
 from segcompact.compaction.output import ROWS, PartitionWriter, record_sizes
 from segcompact.compaction.rules import is_young
-from segcompact.compaction.triggers import Reason
+from segcompact.compaction.triggers import Reason, decision
 from segcompact.config import CompactorConfig, TombstoneMode
 from segcompact.format.arrow import column_buffers
 from segcompact.format.attributes import Compression, RecordAttr
 from segcompact.publication import Output, OutputFile, Publication, new_version_directory
-from segcompact.spark.partitions import decision, of_partitions
+from segcompact.spark.partitions import of_partitions
 from segcompact.spark.tables import RECORD_FIELDS, Tables
 from segcompact.storage import Storage
 

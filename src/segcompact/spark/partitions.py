@@ -3,24 +3,20 @@ partition is due for re-materialisation.
 
 A batch's numbers come in two steps: :func:`partial_sums` are aggregates computed per key in the
 merge's one pass over the decoded batch, :func:`batch_stats` adds them up per partition, and
-:func:`merge_batch_stats` adds those to the table. :func:`decision` is the one place that reads
-a partitions-table row as trigger inputs: ``segcompact status`` and the materialiser both call it,
-so what status calls due is what ``materialize`` writes.
+:func:`merge_batch_stats` adds those to the table. Whether a partition is due is
+``compaction.triggers.decision`` of its row.
 """
 
 from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from segcompact.clock import epoch_ms
-from segcompact.compaction.triggers import Decision, PartitionStats, decide
-from segcompact.config import CompactorConfig
 from segcompact.spark.tables import Table, timestamp
 
 # What one batch adds to a partition, in the order the rows of batch_stats hold them.
@@ -187,21 +183,3 @@ def mark_erasure(spark: SparkSession, table: Table, appended: DataFrame, now: in
         )
         .execute()
     )
-
-
-def decision(row: Mapping[str, Any], config: CompactorConfig, now_ms: int) -> Decision:
-    """Whether the partition of a partitions-table ``row`` is due now, and why.
-
-    The horizon is the published output's earliest tombstone horizon (the state's may be later:
-    what matters is what a reader of the output still sees); the log start has moved when it
-    differs from the one the published version was written at.
-    """
-    stats = PartitionStats(
-        row["dirty_bytes"],
-        row["clean_bytes"],
-        epoch_ms(row["first_dirty_timestamp"]),
-        epoch_ms(row["output_next_horizon"]),
-        row["log_start_offset"] != (row["materialized_log_start"] or 0),
-        uncleanable=row["uncleanable_reason"] is not None,
-    )
-    return decide(stats, config.topic(row["topic"]), now_ms)

@@ -235,11 +235,7 @@ class Table:
         """Where and how delta-rs opens the table; None when it cannot."""
         if not self.is_path:
             return None
-        location = qualify(spark, self.name)
-        options = self.storage.delta_options(location)
-        if options is None:
-            return None
-        return delta_native.local_path(location) or location, options
+        return delta_native.native_location(qualify(spark, self.name), self.storage)
 
     def version(self, spark: SparkSession) -> int:
         """The table's newest version."""

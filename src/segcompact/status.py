@@ -1,0 +1,89 @@
+"""``segcompact status``: per partition, what the tables say about its compaction.
+
+Three queries (:mod:`segcompact.table_sql`): the partitions table, and per partition the state's
+keys, tombstones and next horizon, and the young records. By delta-rs they take milliseconds and
+no JVM; Spark answers them only for tables delta-rs cannot open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from segcompact.clock import epoch_ms
+from segcompact.compaction.triggers import decision
+from segcompact.config import CompactorConfig
+from segcompact.table_sql import NoTable, TableSql, open_sql
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def status_views(config: CompactorConfig) -> dict[str, str]:
+    """The tables ``status`` reads, by the names its queries use."""
+    state = config.state
+    return {"state": state.table, "partitions": state.partitions_table, "young": state.young_table}
+
+
+def read_status(
+    config: CompactorConfig, now_ms: int, spark: Callable[[], SparkSession]
+) -> list[dict[str, Any]]:
+    """:func:`partition_status` by delta-rs, or by the session ``spark`` gives when delta-rs
+    cannot open a table (only then is it asked for)."""
+    return partition_status(open_sql(status_views(config), config.storage, spark), config, now_ms)
+
+
+def partition_status(sql: TableSql, config: CompactorConfig, now_ms: int) -> list[dict[str, Any]]:
+    """One dict per (topic, partition), sorted; times in epoch milliseconds; none before the job
+    has created its tables. ``due`` is the materialiser's own decision (``triggers.decision``)."""
+    p = sql.quote("partition")
+    try:
+        partitions = sql.query(f"SELECT * FROM partitions ORDER BY topic, {p}").to_pylist()
+        keys = _by_partition(
+            sql.query(
+                f"SELECT topic, {p}, count(*) AS key_count, "
+                "count(CASE WHEN tombstone THEN 1 END) AS tombstones_pending, "
+                f"min(delete_horizon) AS next_horizon FROM state GROUP BY topic, {p}"
+            ).to_pylist()
+        )
+        young = _by_partition(
+            sql.query(
+                f"SELECT topic, {p}, count(*) AS young_records FROM young GROUP BY topic, {p}"
+            ).to_pylist()
+        )
+    except NoTable:
+        return []
+    out = []
+    for r in partitions:
+        tp = (r["topic"], r["partition"])
+        k, y = keys.get(tp, {}), young.get(tp, {})
+        due = decision(r, config, now_ms)
+        out.append(
+            {
+                "topic": r["topic"],
+                "partition": r["partition"],
+                "log_start_offset": r["log_start_offset"],
+                "log_end_offset": r["log_end_offset"],
+                "records": r["records"],
+                "keys": k.get("key_count", 0),
+                "dirty_bytes": r["dirty_bytes"],
+                "clean_bytes": r["clean_bytes"],
+                "dirty_ratio": round(due.dirty_ratio, 4),
+                # Kafka's max-compaction-delay-secs, in ms: how far past max.compaction.lag.ms.
+                "max_compaction_delay_ms": due.compaction_delay_ms,
+                "due": ", ".join(due.reasons) or None,
+                "tombstones_pending": k.get("tombstones_pending", 0),
+                # Records kept raw, younger than min.compaction.lag.ms or after one that is.
+                "young_records": y.get("young_records", 0),
+                # When the state's next tombstone expires (the output's may differ: see due).
+                "next_horizon_ms": epoch_ms(k.get("next_horizon")),
+                "keyless_records": r["keyless_records"],
+                "last_materialized_ms": epoch_ms(r["last_materialized_at"]),
+                "uncleanable": r["uncleanable_reason"],
+            }
+        )
+    return out
+
+
+def _by_partition(rows: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
+    return {(r["topic"], r["partition"]): r for r in rows}
