@@ -160,6 +160,10 @@ bench-steady: setup
 bench-latency: setup
 	$(BIN)/python -m tests.benchmarks.latency
 
+# status and sla on the demo's tables by delta-rs, beside the same commands reading through Spark.
+bench-readonly: setup
+	$(BIN)/python -m tests.benchmarks.readonly --repeat 5
+
 # One 1 GiB segment through run --once: the peak RSS of the driver, the JVM and each Python worker.
 bench-memory: setup
 	$(BIN)/python -m tests.benchmarks.memory

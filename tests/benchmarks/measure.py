@@ -21,6 +21,7 @@ from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
 
+from segcompact.erasure.keyhash import SECRET_VARIABLE
 from tests.e2e.harness import CLI, RUN_TIMEOUT_S, cli_env
 from tests.support.jvm import REPO_ROOT
 
@@ -226,16 +227,26 @@ def reap(argv: Sequence[str]) -> int:
 REAP = "import sys; from tests.benchmarks.measure import reap; sys.exit(reap(sys.argv[1:]))"
 
 
-def run_once(config: Path, work: Path, spark_conf_dir: Path, *extra: str) -> dict[str, Any]:
-    """``segcompact run --once [extra...]`` under :func:`reap`: its figures."""
+def reaped(
+    argv: Sequence[str | Path],
+    work: Path,
+    spark_conf_dir: Path,
+    *,
+    cwd: Path | None = None,
+    secret: str | None = None,
+) -> dict[str, Any]:
+    """``argv`` under :func:`reap` (in ``cwd``, else ``work``), its stdout and stderr in
+    ``work``; its figures. It must succeed. ``secret``: the ledger's, in its environment."""
+    work.mkdir(parents=True, exist_ok=True)
     figures = work / "figures.json"
     env = cli_env(spark_conf_dir)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
-    command = [*CLI, "run", "--once", "--config", config, *extra]
+    if secret is not None:
+        env[SECRET_VARIABLE] = secret
     with open(work / "stdout.txt", "wb") as out, open(work / "stderr.txt", "wb") as err:
         subprocess.run(
-            [sys.executable, "-c", REAP, figures, *command],
-            cwd=work,
+            [sys.executable, "-c", REAP, figures, *argv],
+            cwd=cwd or work,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=out,
@@ -245,6 +256,11 @@ def run_once(config: Path, work: Path, spark_conf_dir: Path, *extra: str) -> dic
         )
     if not figures.exists() or json.loads(figures.read_text())["exit_code"] != 0:
         stderr = (work / "stderr.txt").read_text(errors="replace")
-        raise AssertionError(f"segcompact run --once failed in {work}:\n{stderr[-3000:]}")
+        raise AssertionError(f"{' '.join(map(str, argv))} failed in {work}:\n{stderr[-3000:]}")
     result: dict[str, Any] = json.loads(figures.read_text())
     return result
+
+
+def run_once(config: Path, work: Path, spark_conf_dir: Path, *extra: str) -> dict[str, Any]:
+    """``segcompact run --once [extra...]`` under :func:`reap`: its figures."""
+    return reaped([*CLI, "run", "--once", "--config", config, *extra], work, spark_conf_dir)
