@@ -138,6 +138,32 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _checks(value: str) -> list[str]:
+    from segcompact.health import CHECKS
+
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [n for n in names if n not in CHECKS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: expected checks from {', '.join(CHECKS)}, comma-separated"
+        )
+    return names
+
+
+def _health(args: argparse.Namespace) -> int:
+    config = _load(args.config)
+    from segcompact.clock import job_clock
+    from segcompact.health import check
+
+    now = job_clock().now_ms()
+    health = check(config, now, lambda: _ensured(config))
+    if args.format == "json":
+        print(json.dumps(health.as_json(), indent=2))
+    else:
+        print(health.text(now))
+    return EXIT_DATA if set(health.failed()) & set(args.fail_on) else 0
+
+
 def _materialize(args: argparse.Namespace) -> int:
     config = _load(args.config, writes=True)
     from segcompact.spark.job import Compactor
@@ -399,6 +425,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", required=True, metavar="F")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=_status)
+
+    p = commands.add_parser("health", help="is the job running and well (for probes)")
+    p.add_argument("--config", required=True, metavar="F")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument(
+        "--fail-on",
+        type=_checks,
+        default="running,uncleanable,breaches",
+        metavar="C[,C…]",
+        help="the checks that make the exit code 1: running, uncleanable, breaches (default all;"
+        " a liveness probe wants running)",
+    )
+    p.set_defaults(func=_health)
 
     p = commands.add_parser("purge", help="run the erasure work that is due (deletion SLA)")
     p.add_argument("--config", required=True, metavar="F")

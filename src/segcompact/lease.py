@@ -173,6 +173,20 @@ class Lease:
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
 
+    def live_holders(self) -> list[Holder]:
+        """Who holds each location's lease now and is alive (``segcompact health``): nothing
+        is written."""
+        out = []
+        for place in self.places:
+            seen = place.epochs()
+            try:
+                holder = place.read(seen[-1]) if seen else None
+            except FileNotFoundError:
+                continue  # renewed while read: its holder is alive; the next look sees it
+            if holder is not None and holder.live(self.clock.now_ms(), self.host):
+                out.append(holder)
+        return out
+
     def _holder(self, *, released: bool = False) -> Holder:
         expires = self.clock.now_ms() + self.timeout_ms
         return replace(self.me, expires_ms=expires, released=released)

@@ -10,6 +10,7 @@ Both engines run the same query text: only identifiers are quoted differently.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
@@ -71,8 +72,9 @@ class DeltaSql:
         return f'"{name}"'
 
     def query(self, sql: str) -> pa.Table:
-        if self._missing:
-            raise NoTable(", ".join(sorted(self._missing)))
+        missing = sorted(n for n in self._missing if re.search(rf"\bFROM {n}\b", sql, re.I))
+        if missing:
+            raise NoTable(", ".join(missing))
         return pa.RecordBatchReader.from_stream(self._builder.execute(sql)).read_all()
 
 
