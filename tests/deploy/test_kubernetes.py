@@ -24,6 +24,7 @@ import yaml
 
 from segcompact.config import CompactorConfig, load_config
 from segcompact.storage.settings import scheme_of
+from tests.e2e.harness import run_cli
 from tests.support import crds
 
 REPO = Path(__file__).resolve().parents[2]
@@ -356,3 +357,21 @@ def test_manifest_runs_what_the_image_holds(app: Doc) -> None:
     assert f"COPY streaming/segcompact_job.py {main}" in text
     python = app["spec"]["sparkConf"]["spark.pyspark.python"]
     assert f"PYSPARK_PYTHON={python}" in text
+
+
+def test_the_drivers_liveness_probe_is_segcompact_health_on_its_config(app: Doc) -> None:
+    """The probe runs the image's segcompact on the config the job runs with, and fails only
+    when the job is not running (restarting mends nothing else)."""
+    driver = app["spec"]["driver"]
+    (container,) = driver["template"]["spec"]["containers"]
+    assert container["name"] == "spark-kubernetes-driver"  # Spark's driver container
+    command = container["livenessProbe"]["exec"]["command"]
+    python = app["spec"]["sparkConf"]["spark.pyspark.python"]
+    assert command[0] == str(Path(python).parent / "segcompact")
+    config = app["spec"]["arguments"][app["spec"]["arguments"].index("--config") + 1]
+    assert command[1:] == ["health", "--config", config, "--fail-on", "running"]
+    mounted = {m["mountPath"] for m in driver["volumeMounts"]}
+    assert str(Path(config).parent) in mounted
+    # The command line accepts it (it fails here only for want of the mounted config).
+    result = run_cli(*command[1:], cwd=Path.cwd())
+    assert result.returncode == 2 and "compactor.toml" in result.stderr
