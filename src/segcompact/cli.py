@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from segcompact.config import CompactorConfig
     from segcompact.lease import Lease
+    from segcompact.metrics import JobMetrics
 
 EXIT_DATA = 1
 EXIT_USAGE = 2
@@ -104,8 +105,9 @@ def _run(args: argparse.Namespace) -> int:
     quiet = logging.WARNING if args.once else logging.INFO
     logger.setLevel(logging.DEBUG if args.verbose else quiet)
     logger.propagate = False
+    metrics = _metrics(config)  # a port in use: exit 2 before Spark starts
     with _leased(config, "run") as lease:
-        compactor = Compactor(_session(config), config)
+        compactor = Compactor(_session(config), config, metrics=metrics)
         if args.once:
             lease.on_lost = lambda: compactor.request_stop(trigger_active=False)
             compactor.run_once(on_batch=_progress())
@@ -116,6 +118,24 @@ def _run(args: argparse.Namespace) -> int:
         query = compactor.start(once=False)
         stop.wait(compactor, query)
     return 0
+
+
+def _metrics(config: CompactorConfig) -> JobMetrics | None:
+    """The job's metrics, served on ``[metrics]``'s port; None when it names none."""
+    port = config.metrics.port
+    if port is None:
+        return None
+    from segcompact.metrics import JobMetrics
+
+    metrics = JobMetrics()
+    try:
+        metrics.serve(config.metrics.host, port)
+    except OSError as e:
+        raise ConfigError(
+            f"[metrics] port = {port}: cannot serve on {config.metrics.host}:{port}: "
+            f"{e.strerror or e}"
+        ) from None
+    return metrics
 
 
 def _progress() -> Callable[[int], None]:

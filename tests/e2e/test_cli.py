@@ -252,6 +252,19 @@ def test_demo_ends_with_materialised_segments_and_says_where(
     assert f"segcompact dump {compacted}/" in proc.stdout
 
 
+def test_a_metrics_port_in_use_is_exit_2_before_anything_starts(tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = tmp_path / "compactor.toml"
+        config.write_text(_GOOD + f'[metrics]\nport = {port}\nhost = "127.0.0.1"\n')
+        result = run_cli("run", "--config", config, "--once", cwd=tmp_path)
+    _assert_usage_error(result, f"[metrics] port = {port}: cannot serve on 127.0.0.1:{port}")
+    assert not (tmp_path / "state").exists() and not (tmp_path / "chk").exists()
+
+
 def test_run_with_a_source_root_that_does_not_exist_is_exit_2(tmp_path: Path) -> None:
     config = tmp_path / "compactor.toml"
     config.write_text(_GOOD)  # its root "in" is not there

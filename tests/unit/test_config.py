@@ -122,6 +122,16 @@ REJECTED: list[tuple[str, dict[str, Any], str, str | None, str]] = [
     ),
     # [source]
     ("paths-missing", {}, "[source] paths", None, "missing; expected a non-empty list"),
+    ("metrics-port-0", {**SOURCE, "metrics": {"port": 0}}, "[metrics] port", "0", "1 to 65535"),
+    (
+        "metrics-port-big",
+        {**SOURCE, "metrics": {"port": 70_000}},
+        "[metrics] port",
+        "70000",
+        "65535",
+    ),
+    ("metrics-host", {**SOURCE, "metrics": {"host": ""}}, "[metrics] host", '""', "non-empty"),
+    ("metrics-key", {**SOURCE, "metrics": {"prot": 1}}, "[metrics] prot", "1", "port?"),
     ("paths-empty", {"source": {"paths": []}}, "[source] paths", "[]", "non-empty list"),
     ("paths-str", {"source": {"paths": "d"}}, "[source] paths", '"d"', "list of non-empty"),
     ("paths-int", {"source": {"paths": [1]}}, "[source] paths", "[1]", "non-empty strings"),

@@ -15,6 +15,7 @@ from segcompact.config.model import (
     INT_MAX,
     LONG_MAX,
     CompactionStrategy,
+    MetricsConfig,
     OutputConfig,
     SourceConfig,
     StateConfig,
@@ -78,6 +79,10 @@ SECTIONS: dict[str, dict[str, Key]] = {
         ),
         Key("lease_timeout_ms", "lease_timeout_ms", v.integer(3_000, LONG_MAX)),
     ),
+    "metrics": _keys(
+        Key("port", "port", v.integer(1, 65_535)),
+        Key("host", "host", v.text),
+    ),
     "spark": {},  # Spark and Hadoop settings, passed as they are
     "defaults": TOPIC_KEYS,
     "topics": {},  # a table of topic names, each holding TOPIC_KEYS
@@ -89,6 +94,7 @@ SECTION_TYPES: dict[str, type] = {
     "state": StateConfig,
     "output": OutputConfig,
     "stream": StreamConfig,
+    "metrics": MetricsConfig,
 }
 
 # Kafka topic settings people copy from a broker that segcompact has no use for.

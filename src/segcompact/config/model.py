@@ -178,6 +178,15 @@ class StreamConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class MetricsConfig:
+    """``[metrics]``: the job's Prometheus endpoint, ``http://<host>:<port>/metrics``; none
+    unless a port is named (nothing listens that the config did not ask for)."""
+
+    port: int | None = None
+    host: str = "127.0.0.1"  # 0.0.0.0 for a scraper on another host or pod
+
+
+@dataclass(frozen=True, slots=True)
 class CompactorConfig:
     """A whole configuration file. ``topics`` holds the resolved topics named in the file."""
 
@@ -185,6 +194,7 @@ class CompactorConfig:
     state: StateConfig
     output: OutputConfig
     stream: StreamConfig
+    metrics: MetricsConfig = MetricsConfig()
     # [spark]: Spark and Hadoop settings for the session; the spark.hadoop.* ones also open
     # the file systems of the Python side (segcompact.storage.Storage).
     spark: Mapping[str, str] = field(default_factory=dict, hash=False)

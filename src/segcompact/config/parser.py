@@ -121,6 +121,7 @@ class _Parser:
             state=make("state"),
             output=make("output"),
             stream=make("stream"),
+            metrics=make("metrics"),
             spark=self.spark(data.get("spark", {})),
             defaults=resolved_defaults,
             topics=topics,

@@ -25,9 +25,11 @@ from segcompact.config import CompactorConfig
 from segcompact.erasure.keyhash import ledger_secret
 from segcompact.erasure.schedule import smallest_sla_ms
 from segcompact.errors import SegcompactError, root_cause
+from segcompact.metrics import JobMetrics
 from segcompact.spark.compat import once_trigger
 from segcompact.spark.conflicts import retry_conflicts
 from segcompact.spark.erasure import Eraser, RoundReport
+from segcompact.spark.listener import QueryListener
 from segcompact.spark.materialize import Materializer
 from segcompact.spark.merge import BatchMerger
 from segcompact.spark.source import NAME, register
@@ -48,10 +50,12 @@ class Compactor:
         spark: SparkSession,
         config: CompactorConfig,
         clock: Clock | None = None,
+        metrics: JobMetrics | None = None,
     ) -> None:
         self.spark = spark
         self.config = config
         self.clock = clock or job_clock()
+        self.metrics = metrics  # served by the caller; updated here after batches and upkeeps
         # Checked before anything starts: a topic with an SLA needs the ledger's secret.
         secret = ledger_secret() if smallest_sla_ms(config) is not None else None
         self.tables = Tables.of(config)
@@ -89,6 +93,9 @@ class Compactor:
         if limit:
             reader = reader.option("maxSegmentsPerTrigger", str(limit))
 
+        if self.metrics is not None:
+            self.spark.streams.addListener(QueryListener(self.metrics))
+
         def batch(df: DataFrame, batch_id: int) -> None:
             self._enter_batch()
             start = time.monotonic()
@@ -106,12 +113,11 @@ class Compactor:
                         retry_conflicts(self.materializer.run, "materialisation")
             finally:
                 self._in_batch = False
-            log.info(
-                "batch %d: %.1f s (%.1f s waiting for the upkeep)",
-                batch_id,
-                time.monotonic() - start,
-                waited,
-            )
+            took = time.monotonic() - start
+            log.info("batch %d: %.1f s (%.1f s waiting for the upkeep)", batch_id, took, waited)
+            if self.metrics is not None:
+                self.metrics.batch(took - waited, self.merger.last_stats)
+                self._refresh_metrics()
             if on_batch is not None:
                 on_batch(batch_id)
 
@@ -183,7 +189,12 @@ class Compactor:
         took = self._next_upkeep - self._upkeep_every - start
         if took >= 1:
             log.info("upkeep: %.1f s", took)
+        self._refresh_metrics()
         return report
+
+    def _refresh_metrics(self) -> None:
+        if self.metrics is not None:
+            self.metrics.refresh(self.config, self.clock.now_ms(), lambda: self.spark)
 
     def run_once(self, on_batch: Callable[[int], None] | None = None) -> None:
         """Process everything available, then the upkeep that is due; return when done."""

@@ -100,6 +100,7 @@ class BatchMerger:
         # The last expiry's time: no tombstone whose horizon is at or before it is in the
         # state (what an erasure round may count as expired).
         self.expired_until: int | None = None
+        self.last_stats: list[dict[str, Any]] = []  # the last batch's, per partition
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         self.process(batch, batch_id)
@@ -118,10 +119,12 @@ class BatchMerger:
         starts = self._log_starts()
         known = self._known_partitions()
         reduced = self._reduce(batch, starts).persist()
+        self.last_stats = []
         txn: Transactions | None = None
         try:
             with timed(log, "decode and reduce"):
                 stats = self._partition_stats(reduced)
+            self.last_stats = stats  # what the job's metrics count
             if not stats:
                 return
             topics = {t: self.config.topic(t) for t in sorted({r["topic"] for r in stats})}
