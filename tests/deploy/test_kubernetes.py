@@ -375,3 +375,12 @@ def test_the_drivers_liveness_probe_is_segcompact_health_on_its_config(app: Doc)
     # The command line accepts it (it fails here only for want of the mounted config).
     result = run_cli(*command[1:], cwd=Path.cwd())
     assert result.returncode == 2 and "compactor.toml" in result.stderr
+
+
+def test_the_driver_declares_the_configs_metrics_port(app: Doc, config: CompactorConfig) -> None:
+    driver = app["spec"]["driver"]
+    assert config.metrics.port is not None and config.metrics.host == "0.0.0.0"
+    assert {"name": "metrics", "containerPort": config.metrics.port, "protocol": "TCP"} in driver[
+        "ports"
+    ]
+    assert driver["annotations"]["prometheus.io/port"] == str(config.metrics.port)
