@@ -158,6 +158,20 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _configs(args: argparse.Namespace) -> int:
+    from segcompact.config import load_config
+    from segcompact.config.describe import text
+    from segcompact.config.keys import TOPIC_NAME
+
+    config = load_config(args.config)
+    for topic in args.topic or ():
+        if not TOPIC_NAME.match(topic) or topic in (".", ".."):
+            raise UsageError(f"--topic {topic!r}: not a Kafka topic name")
+    topics: list[str | None] = [*(args.topic or sorted(config.topics))]
+    print(text(config, topics if args.topic else [*topics, None]))
+    return 0
+
+
 def _checks(value: str) -> list[str]:
     from segcompact.health import CHECKS
 
@@ -445,6 +459,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", required=True, metavar="F")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=_status)
+
+    p = commands.add_parser("configs", help="each topic's effective settings and their sources")
+    p.add_argument("--config", required=True, metavar="F")
+    p.add_argument("--describe", action="store_true", required=True)
+    p.add_argument(
+        "--topic",
+        action="append",
+        metavar="T",
+        help="this topic (repeatable; default: those named in [topics])",
+    )
+    p.set_defaults(func=_configs)
 
     p = commands.add_parser("health", help="is the job running and well (for probes)")
     p.add_argument("--config", required=True, metavar="F")

@@ -252,6 +252,23 @@ def test_demo_ends_with_materialised_segments_and_says_where(
     assert f"segcompact dump {compacted}/" in proc.stdout
 
 
+def test_configs_describe_shows_every_topics_settings_and_sources(tmp_path: Path) -> None:
+    config = tmp_path / "compactor.toml"
+    config.write_text(_GOOD + '[topics."orders"]\n"compaction.strategy" = "timestamp"\n')
+    result = run_cli("configs", "--config", config, "--describe", cwd=tmp_path)
+    assert result.returncode == 0 and result.stderr == ""
+    blocks = result.stdout.split("All configs for ")[1:]
+    assert [b.splitlines()[0] for b in blocks] == [
+        "topic orders are:",
+        "topics not named in [topics] are:",
+    ]
+    assert "  compaction.strategy=timestamp sensitive=false synonyms={TOPIC_CONFIG:" in blocks[0]
+    one = run_cli("configs", "--config", config, "--describe", "--topic", "x", cwd=tmp_path)
+    assert one.stdout.startswith("All configs for topic x are:") and one.stdout.count("All") == 1
+    bad = run_cli("configs", "--config", config, "--describe", "--topic", "a/b", cwd=tmp_path)
+    _assert_usage_error(bad, "--topic 'a/b': not a Kafka topic name")
+
+
 def test_a_metrics_port_in_use_is_exit_2_before_anything_starts(tmp_path: Path) -> None:
     (tmp_path / "in").mkdir()
     with socket.socket() as taken:

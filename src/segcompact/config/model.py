@@ -200,6 +200,9 @@ class CompactorConfig:
     spark: Mapping[str, str] = field(default_factory=dict, hash=False)
     defaults: TopicConfig = TopicConfig()
     topics: Mapping[str, TopicConfig] = field(default_factory=dict, hash=False)
+    # The topic settings each scope gave, by Kafka key, as parsed: "[defaults]" and every
+    # [topics] name (``configs --describe`` shows where each effective value came from).
+    given: Mapping[str, Mapping[str, object]] = field(default_factory=dict, hash=False)
 
     def owned(self) -> tuple[str, ...]:
         """Every location segcompact writes: its tables, the output and the checkpoint."""

@@ -64,6 +64,7 @@ class _Setting:
 
 
 _KAFKA_DEFAULT = "Kafka's default"
+DEFAULTS = "[defaults]"  # the scope of the [defaults] section in CompactorConfig.given
 _RANK = {_KAFKA_DEFAULT: 0, "[defaults]": 1}  # anything else is a [topics] section: 2
 
 
@@ -101,6 +102,7 @@ class _Parser:
         defaults = self.section("[defaults]", data.get("defaults", {}), TOPIC_KEYS)
         resolved_defaults = self.resolve("[defaults]", defaults, {})
         topics: dict[str, TopicConfig] = {}
+        given = {DEFAULTS: {k: s.value for k, s in defaults.items()}}
         for name, table in data.get("topics", {}).items():
             where = f"[topics.{show(name)}]"
             if not TOPIC_NAME.match(name) or name in (".", ".."):
@@ -115,6 +117,7 @@ class _Parser:
                 raise self.fail(where, None, table, "expected a table of topic settings")
             own = self.section(where, table, TOPIC_KEYS, topic=name)
             topics[name] = self.resolve(where, defaults, own)
+            given[name] = {k: s.value for k, s in own.items()}
 
         config = CompactorConfig(
             source=make("source"),
@@ -125,6 +128,7 @@ class _Parser:
             spark=self.spark(data.get("spark", {})),
             defaults=resolved_defaults,
             topics=topics,
+            given=given,
         )
         self.check_locations(config, found)
         problem = unreachable(config, interval_ms(config.stream.trigger_interval))
