@@ -42,8 +42,23 @@ class _Parser(argparse.ArgumentParser):
 def _dump(args: argparse.Namespace) -> int:
     from segcompact.dump import dump
 
-    dump(args.files, deep=args.deep_iteration, as_json=args.format == "json", out=sys.stdout)
+    files = [*args.paths, *args.files]
+    if not files:
+        raise UsageError("dump: name the files to print (FILE… or --files F[,F…])")
+    dump(
+        files,
+        deep=args.deep_iteration,
+        print_data=args.print_data_log,
+        index_sanity=args.index_sanity_check,
+        as_json=args.format == "json",
+        out=sys.stdout,
+    )
     return 0
+
+
+def _file_list(value: str) -> list[str]:
+    """``--files``' comma-separated list, as kafka-dump-log.sh takes it."""
+    return [f for f in value.split(",") if f]
 
 
 def _load(path: str, *, writes: bool = False) -> CompactorConfig:
@@ -431,9 +446,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="segcompact", description=__doc__.splitlines()[0] if __doc__ else None)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    p = commands.add_parser("dump", help="print the batches of segment or index files")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p = commands.add_parser(
+        "dump", help="print the batches of segment or index files (kafka-dump-log.sh's flags)"
+    )
+    p.add_argument("paths", nargs="*", metavar="FILE")
+    p.add_argument(
+        "--files", type=_file_list, default=[], metavar="F[,F…]", help="as kafka-dump-log.sh"
+    )
     p.add_argument("--deep-iteration", action="store_true", help="print every record too")
+    p.add_argument(
+        "--print-data-log", action="store_true", help="every record with its key and payload"
+    )
+    p.add_argument(
+        "--index-sanity-check", action="store_true", help="check indexes instead of printing"
+    )
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=_dump)
 

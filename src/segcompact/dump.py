@@ -9,9 +9,10 @@ import os
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from segcompact.errors import UsageError
+from segcompact.errors import CorruptBatchError, UsageError
+from segcompact.format.attributes import TimestampType
 from segcompact.format.batch import RecordBatch
-from segcompact.format.control import control_type
+from segcompact.format.control import VALUE, control_type
 from segcompact.format.index import read_offset_index, read_time_index
 from segcompact.format.record import Record
 from segcompact.format.segment import SegmentReader, base_offset_of
@@ -67,70 +68,152 @@ def record_summary(record: Record, control: bool) -> dict[str, Any]:
     return out
 
 
-def _text_batch(s: dict[str, Any]) -> str:
-    ts_name = {"CREATE_TIME": "CreateTime", "LOG_APPEND_TIME": "LogAppendTime"}.get(
-        s["timestamp_type"], "NoTimestamp"
-    )
-    horizon = s["delete_horizon_ms"]
+# Kafka's TimestampType names, as DumpLogSegments prints them.
+_TIMESTAMP_NAMES = {
+    TimestampType.NO_TIMESTAMP: "NoTimestampType",
+    TimestampType.CREATE_TIME: "CreateTime",
+    TimestampType.LOG_APPEND_TIME: "LogAppendTime",
+}
+_INT_MAX = 2**31 - 1
+
+
+def _sequence(base: int, delta: int) -> int:
+    """Kafka's ``DefaultRecordBatch.incrementSequence``: sequences wrap past Int.MAX to 0."""
+    if base < 0:
+        return base
+    return base + delta if base <= _INT_MAX - delta else delta - (_INT_MAX - base) - 1
+
+
+def _text_batch(batch: RecordBatch) -> str:
+    ts_name = _TIMESTAMP_NAMES[batch.timestamp_type]
+    if batch.magic >= 2:
+        horizon = batch.delete_horizon_ms
+        last = _sequence(batch.base_sequence, batch.last_offset - batch.base_offset)
+        head = (
+            f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} "
+            f"count: {batch.records_count} baseSequence: {batch.base_sequence} "
+            f"lastSequence: {last} producerId: {batch.producer_id} "
+            f"producerEpoch: {batch.producer_epoch} "
+            f"partitionLeaderEpoch: {batch.partition_leader_epoch} "
+            f"isTransactional: {str(batch.is_transactional).lower()} "
+            f"isControl: {str(batch.is_control).lower()} deleteHorizonMs: "
+            + ("OptionalLong.empty" if horizon is None else f"OptionalLong[{horizon}]")
+        )
+    else:
+        head = f"offset: {batch.last_offset}"
     return (
-        f"baseOffset: {s['base_offset']} lastOffset: {s['last_offset']} count: {s['count']} "
-        f"baseSequence: {s['base_sequence']} producerId: {s['producer_id']} "
-        f"producerEpoch: {s['producer_epoch']} partitionLeaderEpoch: "
-        f"{s['partition_leader_epoch']} isTransactional: {str(s['is_transactional']).lower()} "
-        f"isControl: {str(s['is_control']).lower()} deleteHorizonMs: "
-        f"{'none' if horizon is None else horizon} position: {s['position']} "
-        f"{ts_name}: {s['max_timestamp']} size: {s['size']} magic: {s['magic']} "
-        f"compresscodec: {s['compression']} crc: {s['crc']} isvalid: "
-        f"{str(s['crc_valid']).lower()}"
+        f"{head} position: {batch.position} {ts_name}: {batch.max_timestamp} "
+        f"size: {batch.size} magic: {batch.magic} compresscodec: {batch.compression.label} "
+        f"crc: {batch.crc} isvalid: {str(batch.crc_valid).lower()}"
     )
 
 
-def _text_record(r: dict[str, Any], record: Record) -> str:
-    line = f"| offset: {r['offset']} timestamp: {r['timestamp']}"
-    if "control_type" in r:
-        return f"{line} endTxnMarker: {r['control_type']}"
-    key = "null" if record.key is None else record.key.decode("utf-8", "replace")
-    value = "null" if record.value is None else record.value.decode("utf-8", "replace")
-    headers = ", ".join(k for k, _ in record.headers)
-    return f"{line} headerKeys: [{headers}] key: {key} payload: {value}"
+def _text_record(batch: RecordBatch, record: Record, print_data: bool) -> str:
+    """A record as DumpLogSegments prints it in a deep iteration (``print_data``: with its key
+    and payload, each only when not null, decoded as UTF-8)."""
+    ts_name = _TIMESTAMP_NAMES[batch.timestamp_type]
+    key_size = -1 if record.key is None else len(record.key)
+    value_size = -1 if record.value is None else len(record.value)
+    line = (
+        f"| offset: {record.offset} {ts_name}: {record.timestamp} "
+        f"keySize: {key_size} valueSize: {value_size}"
+    )
+    if batch.magic >= 2:
+        sequence = _sequence(batch.base_sequence, record.offset - batch.base_offset)
+        keys = ",".join(k for k, _ in record.headers)
+        line += f" sequence: {sequence} headerKeys: [{keys}]"
+    if batch.is_control:
+        kind = _control_type(record)
+        value = record.value or b""
+        epoch = VALUE.unpack_from(value)[1] if len(value) >= VALUE.size else -1
+        return f"{line} endTxnMarker: {kind} coordinatorEpoch: {epoch}"
+    if print_data:
+        if record.key is not None:
+            line += f" key: {record.key.decode('utf-8', 'replace')}"
+        if record.value is not None:
+            line += f" payload: {record.value.decode('utf-8', 'replace')}"
+    return line
 
 
-def _log_lines(path: str, deep: bool, as_json: bool) -> Iterator[str]:
+def _log_lines(path: str, deep: bool, print_data: bool, as_json: bool) -> Iterator[str]:
+    if not as_json:
+        yield f"Log starting offset: {base_offset_of(path)}"
     for batch in SegmentReader(LocalInputFile(path), verify_crc=False):
-        summary = batch_summary(path, batch)
         records = batch.records() if deep else []
-        rows = [record_summary(r, batch.is_control) for r in records]
         if as_json:
+            summary = batch_summary(path, batch)
             if deep:
-                summary["records"] = rows
+                summary["records"] = [record_summary(r, batch.is_control) for r in records]
             yield json.dumps(summary)
         else:
-            yield _text_batch(summary)
-            yield from (_text_record(row, r) for row, r in zip(rows, records, strict=True))
+            yield _text_batch(batch)
+            yield from (_text_record(batch, r, print_data) for r in records)
 
 
-def _index_lines(path: str, as_json: bool) -> Iterator[str]:
+def _index_lines(path: str, sanity_only: bool, as_json: bool) -> Iterator[str]:
     base = base_offset_of(path)
     with open(path, "rb") as f:
         data = f.read()
-    if path.endswith(".timeindex"):
-        for ts, offset in read_time_index(data, base):
+    time_index = path.endswith(".timeindex")
+    entries = read_time_index(data, base) if time_index else read_offset_index(data, base)
+    if not as_json and not entries and not time_index:
+        yield f"{path} is empty."
+        return
+    if sanity_only:
+        check_index(path, entries, time_index)
+        if not as_json:
+            yield f"{path} passed sanity check."
+        return
+    for a, b in entries:
+        if time_index:
             yield (
-                json.dumps({"file": path, "timestamp": ts, "offset": offset})
+                json.dumps({"file": path, "timestamp": a, "offset": b})
                 if as_json
-                else f"timestamp: {ts} offset: {offset}"
+                else f"timestamp: {a} offset: {b}"
             )
-    else:
-        for offset, position in read_offset_index(data, base):
+        else:
             yield (
-                json.dumps({"file": path, "offset": offset, "position": position})
+                json.dumps({"file": path, "offset": a, "position": b})
                 if as_json
-                else f"offset: {offset} position: {position}"
+                else f"offset: {a} position: {b}"
             )
 
 
-def dump(paths: list[str], *, deep: bool, as_json: bool, out: TextIO) -> None:
-    """Print every batch (and with ``deep`` every record) of each file.
+def check_index(path: str, entries: list[tuple[int, int]], time_index: bool) -> None:
+    """Kafka's index sanity check: entries rising (an offset index's offsets and positions, a
+    time index's timestamps and offsets), none below the segment's base offset."""
+    base = base_offset_of(path)
+    for i in range(1, len(entries)):
+        if entries[i][0] <= entries[i - 1][0] and not time_index:
+            raise CorruptBatchError(
+                f"{path}: corrupt index: entry {i} offset {entries[i][0]} is not above the "
+                f"previous entry's {entries[i - 1][0]}"
+            )
+        if entries[i][1] < entries[i - 1][1]:
+            raise CorruptBatchError(
+                f"{path}: corrupt index: entry {i} ({entries[i][1]}) is below the previous "
+                f"entry's ({entries[i - 1][1]})"
+            )
+    for offset in (e[1] if time_index else e[0] for e in entries):
+        if offset < base:
+            raise CorruptBatchError(
+                f"{path}: corrupt index: offset {offset} is below the base offset {base}"
+            )
+
+
+def dump(
+    paths: list[str],
+    *,
+    deep: bool,
+    as_json: bool,
+    out: TextIO,
+    print_data: bool = False,
+    index_sanity: bool = False,
+) -> None:
+    """Print every batch (and with ``deep`` every record) of each file, as
+    ``kafka-dump-log.sh`` does with the same flags: ``print_data`` (``--print-data-log``) adds
+    each record's key and payload and implies ``deep``; ``index_sanity``
+    (``--index-sanity-check``) checks an index instead of printing it.
 
     A corrupt batch stops that file after the good batches were printed, by raising
     :class:`~segcompact.errors.CorruptBatchError` naming file, position and reason.
@@ -144,8 +227,8 @@ def dump(paths: list[str], *, deep: bool, as_json: bool, out: TextIO) -> None:
         if not as_json:
             print(f"Dumping {path}", file=out)
         if path.endswith(".log"):
-            lines = _log_lines(path, deep, as_json)
+            lines = _log_lines(path, deep or print_data, print_data, as_json)
         else:
-            lines = _index_lines(path, as_json)
+            lines = _index_lines(path, index_sanity, as_json)
         for line in lines:
             print(line, file=out)

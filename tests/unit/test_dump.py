@@ -67,11 +67,16 @@ def test_without_deep_iteration_no_records(
 
 def test_text_output_and_indexes(segment: Path, capsys: pytest.CaptureFixture[str]) -> None:
     index = segment.with_suffix(".index")
-    assert main(["dump", str(segment), str(index), "--deep-iteration"]) == 0
+    assert main(["dump", "--files", f"{segment},{index}", "--print-data-log"]) == 0
     out = capsys.readouterr().out
-    assert "compresscodec: zstd" in out and "deleteHorizonMs: 500" in out
-    assert "| offset: 0 timestamp: 10 headerKeys: [h, n] key: a payload: 1" in out
+    assert "compresscodec: zstd" in out and "deleteHorizonMs: OptionalLong[500]" in out
+    assert (
+        "| offset: 0 CreateTime: 10 keySize: 1 valueSize: 1 sequence: -1 headerKeys: [h,n] "
+        "key: a payload: 1"
+    ) in out
     assert "offset: 1 position: " in out
+    assert main(["dump", str(segment), "--deep-iteration"]) == 0  # no key or payload
+    assert "headerKeys: [h,n]\n" in capsys.readouterr().out
 
 
 def test_corrupt_file_prints_good_batches_then_one_error_line(
@@ -89,7 +94,7 @@ def test_corrupt_file_prints_good_batches_then_one_error_line(
     ("argv", "message"),
     [
         (["dump", "/no/such/00000000000000000000.log"], "no such file"),
-        (["dump"], "the following arguments are required"),
+        (["dump"], "dump: name the files to print"),
         (["dump", "x.log", "--format", "xml"], "invalid choice"),
         (["nonsense"], "invalid choice"),
     ],
