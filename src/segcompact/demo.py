@@ -126,7 +126,7 @@ def _run(config: CompactorConfig, config_path: str, out: TextIO) -> None:
     print(f"next: segcompact status --config {config_path}", file=out)
     print(f"      segcompact sla --config {config_path} --format html --output sla.html", file=out)
     if first_log is not None:
-        print(f"      segcompact dump {first_log} --deep-iteration", file=out)
+        print(f"      segcompact dump {first_log} --print-data-log", file=out)
 
 
 def _sla_report(compactor: Any, config: CompactorConfig, out: TextIO) -> None:
