@@ -25,6 +25,7 @@ from segcompact.format.batch import build_batch
 from segcompact.format.record import Record
 from segcompact.format.segment import SegmentReader
 from segcompact.samples import SampleSegment
+from segcompact.spark.erasure import Eraser
 from segcompact.spark.job import Compactor
 from segcompact.spark.ledger import record_deletes
 from segcompact.spark.source import NAME, register
@@ -246,6 +247,34 @@ def test_erasure_interrupted_after_the_merge_completes_after_a_restart(
     # The original append; the record's timestamp is ahead of the clock and buys no time.
     assert d["status"] == "met" and _ms(d["appended_at"]) == T0
     assert holding(config, b"MARKER-ALPHA") == []
+
+
+def test_a_crash_after_a_round_is_written_opens_no_second_round(
+    spark: SparkSession, tmp_path: Path, secret: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed between the round's ledger commit and the clearing of the marks it took (found
+    by make chaos): the restart clears them and opens no other round."""
+    config = write_config(tmp_path)
+    clock = ManualClock(T0)
+    arrive(tmp_path, 0, segment(0, [(b"user-1", b"MARKER-ALPHA")], T0))
+    arrive(tmp_path, 0, segment(1, [(b"user-1", b"MARKER-BRAVO")], T0 + 1))  # an overwrite
+    Compactor(spark, config, clock).run_once()
+    clock.advance(SLA_MS // 2)
+
+    def killed(self: Eraser, marks: object) -> None:
+        raise RuntimeError("killed before the marks were cleared")
+
+    with monkeypatch.context() as m:
+        m.setattr(Eraser, "_clear_marks", killed)
+        with pytest.raises(RuntimeError, match="killed before"):
+            Compactor(spark, config, clock).purge(force=True)
+    (taken,) = ledger(spark, config, "round")
+    assert taken["erasure_mark"] is not None
+    report = Compactor(spark, config, clock).purge(force=True)
+    assert report.opened is None
+    assert [r["round"] for r in ledger(spark, config, "round")] == [taken["round"]]
+    marks = spark.read.format("delta").load(config.state.partitions_table)
+    assert marks.where("erasure_from IS NOT NULL").count() == 0
 
 
 def test_a_replayed_batch_adds_its_deletes_to_the_ledger_once(

@@ -18,8 +18,10 @@ removed from the live snapshots at or before it), and then advanced by every upk
 Each round has one ledger row per partition, and takes the partition's delete rows it covers;
 when it completes, they get its stage times and their status. An upkeep writes all of that in
 one ledger commit at its end (a round that completes in the upkeep that opened it is written
-once), then clears the partitions' marks the new round took: a crash before either leaves the
-marks, and the next upkeep opens the round again. The stages' times come from the injectable
+once), then clears the partitions' marks the new round took: a crash before the commit leaves
+the marks, and the next upkeep opens the round again; a crash after it leaves marks the
+written round names as its own (``erasure_mark``), which the next upkeep clears without
+opening another round. The stages' times come from the injectable
 clock; the coverage check uses the wall clock, as Delta's VACUUM does.
 """
 
@@ -115,6 +117,7 @@ class Eraser:
             report.opened = opened[0]["round"]
         rounds = written + opened
         if not rounds:
+            self._clear_marks(marks)  # those a crash left after their round was written
             self.materializer.run()
             return report
         before = [dict(r) for r in written]
@@ -164,7 +167,7 @@ class Eraser:
             a, d = due.get((topic, partition), (appended, appended + sla))
             due[(topic, partition)] = (min(a, appended), min(d, appended + sla))
 
-        marks = {}
+        marks, taken = {}, self._taken_marks()
         for r in read_rows(
             self.tables.partitions.arrow(
                 self.spark,
@@ -172,12 +175,15 @@ class Eraser:
                 pc.field("erasure_from").is_valid(),
             )
         ):
-            add(r["topic"], r["partition"], r["erasure_from"])
-            marks[(r["topic"], r["partition"])] = r["erasure_from"]
+            tp = (r["topic"], r["partition"])
+            marks[tp] = r["erasure_from"]
+            if (*tp, r["erasure_from"]) not in taken:
+                add(*tp, r["erasure_from"])
+        stale = {tp: ms for tp, ms in marks.items() if (*tp, ms) in taken}
         for r in read_rows(self._expired(expired_until)):
             add(r["topic"], r["partition"], r["horizon_min"])
         if not due:
-            return [], {}
+            return [], stale
         # What the round must see vacuumed: not the partitions table or the ledger, which hold
         # no key or value (their latest commits, just before, would hold the round a cycle).
         target = {n: t.version(self.spark) for n, t in self.tables.holding_records().items()}
@@ -194,12 +200,22 @@ class Eraser:
                 "round": round_id,
                 "table_versions": target,
                 "status": Status.PENDING,
+                "erasure_mark": marks.get((t, p)),
                 # Not a column: the tombstones it erases the keys of, those expired by then.
                 "expired_until": expired_until,
             }
             for (t, p), (appended, deadline) in sorted(due.items())
         ]
-        return rows, {k: v for k, v in marks.items() if k in due}
+        return rows, {**stale, **{k: v for k, v in marks.items() if k in due}}
+
+    def _taken_marks(self) -> set[tuple[str, int, int]]:
+        """The partitions' marks rounds have taken: (topic, partition, epoch ms)."""
+        rows = self.tables.ledger.arrow(
+            self.spark,
+            ["topic", "partition", "erasure_mark"],
+            (pc.field("kind") == ROUND) & pc.field("erasure_mark").is_valid(),
+        )
+        return {(r["topic"], r["partition"], r["erasure_mark"]) for r in read_rows(rows)}
 
     def _next_round(self) -> int:
         """The next round's id: one more than the ledger's newest (read once, then counted:

@@ -135,6 +135,9 @@ LEDGER_SCHEMA = T.StructType(
         _field("breach_stage", T.StringType(), True),
         _field("error", T.StringType(), True),  # why a stage could not be done, if it failed
         _field("updated_at", T.TimestampType()),
+        # A round's: the partition's erasure_from it took, cleared once the round is written
+        # (a mark left by a crash in between is known as taken, not taken again).
+        _field("erasure_mark", T.TimestampType(), True),
     ]
 )
 
