@@ -115,7 +115,8 @@ fuzz: $(DECODE_FUZZER)
 
 # kill -9 of each step of a job's life at seeded random moments, then the tables and the output
 # compared with an uninterrupted run (tests/chaos/harness.py): on the local file system, then
-# with the tables, checkpoint and output on a MinIO server.
+# with the tables, checkpoint and output on a MinIO server. A round of the steps makes about 20
+# kill points in about 30 minutes here; rounds on new logs follow until the number is reached.
 CHAOS_KILLS ?= 50
 CHAOS_S3_KILLS ?= 20
 CHAOS_SEED ?= 20261125

@@ -2,7 +2,7 @@
 of a job's life, then the job finished, and every table and the output compared with an
 uninterrupted run of the same steps.
 
-    python -m tests.chaos.harness --kills 50 [--seed N] [--work DIR]
+    python -m tests.chaos.harness --kills 50 [--seed N] [--work DIR] [--s3]
 
 The steps, each a ``segcompact`` command in a process group of its own, on a pinned clock
 (``SEGCOMPACT_CLOCK_MS``): ``run --once`` over the first half of the log (one segment per
@@ -13,7 +13,9 @@ re-materialisation). A step is killed after a delay drawn from the seeded genera
 uninterrupted duration — before Spark is up, in a Delta commit, while a version's files or its
 manifest are written — and started again until it runs to its end; each kill is a kill point.
 Compared, without the columns a killed attempt moves (timestamps, output version numbers): every
-Delta table of the job, and each partition's published output.
+Delta table of the job, and each partition's published output. A round of these steps makes
+about twenty kill points (a step restarted often enough has nothing left to do); rounds on new
+logs follow until ``--kills`` are made.
 """
 
 from __future__ import annotations
@@ -101,9 +103,14 @@ class Job:
             [self.root],
             stream=STREAM,
             topics=topics,
-            base=None if self.store.base is None else self.store.base(self.work.name),
+            base=None if self.store.base is None else self.store.base(self.name),
             spark=self.store.spark,
         )
+
+    @property
+    def name(self) -> str:
+        """Unique in a harness run: its round's folder and its own (``round-0-chaos``)."""
+        return f"{self.work.parent.name}-{self.work.name}"
 
     @property
     def config(self) -> CompactorConfig:
@@ -256,6 +263,23 @@ def chaos(
     return points, differences(reference, killed)
 
 
+def rounds(
+    work: Path, kills: int, seed: int, *, store: Store = Store()
+) -> tuple[list[str], list[str]]:
+    """:func:`chaos` rounds, each on a log of its own (seed, seed + 1, ...), until ``kills``
+    kill points are made or a round finds a difference: a step can be killed only a few times
+    before a restart has nothing left to do, so one round's steps make about twenty."""
+    points: list[str] = []
+    found: list[str] = []
+    for n in range(kills):  # a round without a single kill point would loop for ever
+        if len(points) >= kills or found:
+            break
+        got, differ = chaos(work / f"round-{n}", kills - len(points), seed + n, store=store)
+        points += [f"round {n}: {p}" for p in got]
+        found += [f"round {n}: {d}" for d in differ]
+    return points, found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--kills", type=int, default=50)
@@ -274,7 +298,7 @@ def main() -> None:
 
             minio = stack.enter_context(MinioServer(work / "minio"))
             store = Store(lambda job: f"s3a://{minio.make_bucket(job)}", minio.spark_settings())
-        points, found = chaos(work, args.kills, args.seed, store=store)
+        points, found = rounds(work, args.kills, args.seed, store=store)
     for point in points:
         print(f"killed: {point}")
     where = " on S3" if args.s3 else ""
