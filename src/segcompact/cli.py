@@ -12,7 +12,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from segcompact.errors import (
@@ -25,6 +25,7 @@ from segcompact.errors import (
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from tqdm import tqdm
 
     from segcompact.config import CompactorConfig
     from segcompact.lease import Lease
@@ -85,11 +86,23 @@ def _leased(config: CompactorConfig, command: str) -> Lease:
     return job_lease(config, command)
 
 
+# Where the JVM a command starts writes (Spark's log lines, the JVM's warnings): a file, so
+# that segcompact's own lines stand alone on stderr; None (--verbose, SEGCOMPACT_DEBUG): stderr.
+_jvm_output: str | None = None
+
+
 def _session(config: CompactorConfig) -> SparkSession:
     """The Spark session, with the config's ``[spark]`` settings."""
     from segcompact.spark.session import config_settings, get_spark
 
-    return get_spark(conf=config_settings(config))
+    return get_spark(conf=config_settings(config), jvm_output=_jvm_output)
+
+
+def _spark_output_note() -> str:
+    """Where to read what Spark said, for a failure's one line (once Spark has written)."""
+    if _jvm_output is None or not os.path.exists(_jvm_output):
+        return ""
+    return f" (Spark's output: {_jvm_output})"
 
 
 def _ensured(config: CompactorConfig) -> SparkSession:
@@ -125,7 +138,8 @@ def _run(args: argparse.Namespace) -> int:
         compactor = Compactor(_session(config), config, metrics=metrics)
         if args.once:
             lease.on_lost = lambda: compactor.request_stop(trigger_active=False)
-            compactor.run_once(on_batch=_progress())
+            with _progress() as bar:
+                compactor.run_once(on_batch=lambda _batch_id: bar.update(1))
             return 0
         stop = GracefulStop()
         stop.install()
@@ -153,11 +167,11 @@ def _metrics(config: CompactorConfig) -> JobMetrics | None:
     return metrics
 
 
-def _progress() -> Callable[[int], None]:
+def _progress() -> tqdm[Any]:
+    """``run --once``'s progress bar on a terminal (none when stderr is not one, as in a log)."""
     from tqdm import tqdm
 
-    bar = tqdm(desc="micro-batches", unit="batch", file=sys.stderr)
-    return lambda _batch_id: bar.update(1)
+    return tqdm(desc="micro-batches", unit="batch", file=sys.stderr, disable=None)
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -438,7 +452,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
 def _demo(args: argparse.Namespace) -> int:
     from segcompact.demo import run_demo
 
-    run_demo(args.config, args.workdir, out=sys.stdout)
+    run_demo(args.config, args.workdir, out=sys.stdout, jvm_output=_jvm_output)
     return 0
 
 
@@ -466,7 +480,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("run", help="the streaming compactor")
     p.add_argument("--config", required=True, metavar="F")
     p.add_argument("--once", action="store_true", help="process what is there, then exit")
-    p.add_argument("--verbose", action="store_true", help="log each step's time too")
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="log each step's time too, and Spark's output on stderr",
+    )
     p.set_defaults(func=_run)
 
     p = commands.add_parser("materialize", help="re-materialise due partitions now")
@@ -474,11 +492,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--topic", metavar="T")
     p.add_argument("--partition", type=int, metavar="P")
     p.add_argument("--force", action="store_true", help="whether due or not")
+    p.add_argument("--verbose", action="store_true", help="Spark's output on stderr too")
     p.set_defaults(func=_materialize)
 
     p = commands.add_parser("delete-records", help="move log start offsets forward (KIP-107)")
     p.add_argument("--config", required=True, metavar="F")
     p.add_argument("--offset-json-file", required=True, metavar="J")
+    p.add_argument("--verbose", action="store_true", help="Spark's output on stderr too")
     p.set_defaults(func=_delete_records)
 
     p = commands.add_parser("status", help="per partition: offsets, dirty ratio, tombstones")
@@ -513,6 +533,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("purge", help="run the erasure work that is due (deletion SLA)")
     p.add_argument("--config", required=True, metavar="F")
     p.add_argument("--force", action="store_true", help="every pending erasure, due or not")
+    p.add_argument("--verbose", action="store_true", help="Spark's output on stderr too")
     p.set_defaults(func=_purge)
 
     p = commands.add_parser("sla", help="deletion-SLA report: pending, met and breached erasures")
@@ -541,12 +562,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("demo", help="write sample segments and show what segcompact reads")
     p.add_argument("--config", default="conf/compactor.toml", metavar="F")
     p.add_argument("--workdir", help="put the config's local paths under this directory")
+    p.add_argument("--verbose", action="store_true", help="Spark's output on stderr too")
     p.set_defaults(func=_demo)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    global _jvm_output
     args = build_parser().parse_args(argv)
+    if not getattr(args, "verbose", False) and not os.environ.get("SEGCOMPACT_DEBUG"):
+        import tempfile
+
+        name = f"segcompact-{args.command}-{os.getpid()}.log"
+        _jvm_output = os.path.join(tempfile.gettempdir(), name)
     try:
         return int(args.func(args))
     except (ConfigError, UsageError) as e:
@@ -556,7 +584,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"segcompact: {e}", file=sys.stderr)
         return EXIT_DATA
     except SegcompactError as e:  # the job failed (a streaming query, a publication)
-        print(f"segcompact: error: {e}", file=sys.stderr)
+        print(f"segcompact: error: {e}{_spark_output_note()}", file=sys.stderr)
         return EXIT_DATA
     except BrokenPipeError:
         return 0
@@ -564,7 +592,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("SEGCOMPACT_DEBUG"):
             raise
         print(
-            f"segcompact: error: {type(e).__name__}: {root_cause(str(e))} "
+            f"segcompact: error: {type(e).__name__}: {root_cause(str(e))}{_spark_output_note()} "
             "(SEGCOMPACT_DEBUG=1 shows the trace)",
             file=sys.stderr,
         )

@@ -71,7 +71,9 @@ def write_samples(root: Path, now_ms: int, *, seed: int = 42) -> int:
     return count
 
 
-def run_demo(config_path: str, workdir: str | None, *, out: TextIO) -> None:
+def run_demo(
+    config_path: str, workdir: str | None, *, out: TextIO, jvm_output: str | None = None
+) -> None:
     config = load_config(config_path)
     if workdir is not None:
         config = config.with_base_dir(Path(workdir).resolve())
@@ -81,10 +83,10 @@ def run_demo(config_path: str, workdir: str | None, *, out: TextIO) -> None:
     if smallest_sla_ms(config) is not None:
         ledger_secret()  # before anything is written or started
     with job_lease(config, "demo"):  # no other job writes these, nor loses them to reset
-        _run(config, config_path, out)
+        _run(config, config_path, out, jvm_output)
 
 
-def _run(config: CompactorConfig, config_path: str, out: TextIO) -> None:
+def _run(config: CompactorConfig, config_path: str, out: TextIO, jvm_output: str | None) -> None:
     from segcompact.clock import job_clock
     from segcompact.spark.job import Compactor
     from segcompact.spark.session import config_settings, get_spark
@@ -93,7 +95,9 @@ def _run(config: CompactorConfig, config_path: str, out: TextIO) -> None:
     root = reset(config)
     count = write_samples(root, job_clock().now_ms())
     print(f"wrote {count} segments of {len(DEMO_TOPICS)} topics under {root}", file=out)
-    spark = get_spark(app_name="segcompact-demo", conf=config_settings(config))
+    spark = get_spark(
+        app_name="segcompact-demo", conf=config_settings(config), jvm_output=jvm_output
+    )
     compactor = Compactor(spark, config)
     compactor.run_once()
     rows = read_status(config, compactor.clock.now_ms(), lambda: spark)

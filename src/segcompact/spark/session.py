@@ -17,13 +17,14 @@ object-store settings the job's locations need), and keeps the rest as it was st
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import logging
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,12 +78,15 @@ def get_spark(
     app_name: str = "segcompact",
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
+    *,
+    jvm_output: str | None = None,
 ) -> SparkSession:
     """Return the active SparkSession, or start one with Delta Lake configured.
 
     ``master`` defaults to ``local[*]`` unless ``spark-submit`` already chose one. ``conf``
     entries are applied last and win over segcompact's defaults; they are ignored when a
-    session is already active.
+    session is already active. ``jvm_output``: a file that takes what a JVM started here
+    writes (Spark's log lines, the JVM's own warnings) instead of this process's stderr.
     """
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -107,8 +111,28 @@ def get_spark(
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
-    with timed(log, "Spark session"):
+    with timed(log, "Spark session"), _stderr_to(jvm_output):
         return builder.getOrCreate()
+
+
+@contextlib.contextmanager
+def _stderr_to(path: str | None) -> Iterator[None]:
+    """This process's stderr goes to ``path`` (appended) while the block runs: a JVM the block
+    starts keeps it as its own stderr, and so do the Python workers it starts."""
+    if path is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
 
 
 def config_settings(config: CompactorConfig) -> dict[str, str]:
