@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from segcompact.errors import (
@@ -120,14 +122,16 @@ def _run(args: argparse.Namespace) -> int:
     from segcompact.discovery import check_roots
 
     check_roots(config.source.paths, config.storage)  # a typo'd root: exit 2 before Spark
-    import logging
-
     from segcompact.spark.job import Compactor, GracefulStop
 
     # segcompact's own progress lines only: py4j's logger (which reports a refused batch with
     # a traceback) keeps its silence. A run --once is quiet but for its progress bar.
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("segcompact: %(name)s: %(message)s"))
+    handler.setFormatter(
+        _JsonLines()
+        if args.log_format == "json"
+        else logging.Formatter("segcompact: %(name)s: %(message)s")
+    )
     logger = logging.getLogger("segcompact")
     logger.addHandler(handler)
     quiet = logging.WARNING if args.once else logging.INFO
@@ -147,6 +151,19 @@ def _run(args: argparse.Namespace) -> int:
         query = compactor.start(once=False)
         stop.wait(compactor, query)
     return 0
+
+
+class _JsonLines(logging.Formatter):
+    """One JSON object a line, for a cluster's log collector (``--log-format json``)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        return json.dumps(entry)
 
 
 def _metrics(config: CompactorConfig) -> JobMetrics | None:
@@ -484,6 +501,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--verbose",
         action="store_true",
         help="log each step's time too, and Spark's output on stderr",
+    )
+    p.add_argument(
+        "--log-format", choices=("text", "json"), default="text", help="segcompact's own lines"
     )
     p.set_defaults(func=_run)
 

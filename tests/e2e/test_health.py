@@ -41,7 +41,8 @@ def test_health_follows_a_job(tmp_path: Path, spark_conf_dir: Path) -> None:
     assert before["last_batch"] is None  # no table yet: nothing created by looking
     assert health("--fail-on", "uncleanable,breaches")[0] == 0
 
-    with Background("run", "--config", config, cwd=tmp_path, spark_conf_dir=spark_conf_dir) as job:
+    run = ("run", "--config", config, "--log-format", "json")
+    with Background(*run, cwd=tmp_path, spark_conf_dir=spark_conf_dir) as job:
         code, running = wait_for(
             "the job's lease and its uncleanable partition",
             lambda: (h := health("--fail-on", "running"))[1]["uncleanable"] and h,
@@ -57,6 +58,10 @@ def test_health_follows_a_job(tmp_path: Path, spark_conf_dir: Path) -> None:
         assert health()[0] == 1  # by default every check counts
         job.terminate()
         assert job.wait() == 0
+        # Its own lines only (Spark's went to a file), each a JSON object (--log-format json).
+        lines = [json.loads(line) for line in job.stderr().splitlines()]
+        assert lines and all(line["logger"].startswith("segcompact") for line in lines)
+        assert any(line["message"].startswith("batch 0: ") for line in lines)
 
     code, after = health("--fail-on", "running")
     assert code == 1 and after["running"] is None and after["failed"] == ["running", "uncleanable"]
