@@ -36,8 +36,8 @@ class TableSql(Protocol):
 
 
 class DeltaSql:
-    """delta-rs' DataFusion over tables opened by path; an empty table stands for one not
-    created yet (a job that has not run)."""
+    """delta-rs' DataFusion over tables opened by path (deletion vectors read too). A query
+    naming a table not created yet (a job that has not run) raises :class:`NoTable`."""
 
     def __init__(self, views: Mapping[str, delta_native.DeltaTable | None]) -> None:
         from deltalake import QueryBuilder
