@@ -193,8 +193,13 @@ class Compactor:
         return report
 
     def _refresh_metrics(self) -> None:
-        if self.metrics is not None:
+        """The metrics' table figures again; a failure to read them is logged, never the job's."""
+        if self.metrics is None:
+            return
+        try:
             self.metrics.refresh(self.config, self.clock.now_ms(), lambda: self.spark)
+        except Exception as e:  # metrics must not stop compaction
+            log.warning("metrics not refreshed: %s", root_cause(str(e)))
 
     def run_once(self, on_batch: Callable[[int], None] | None = None) -> None:
         """Process everything available, then the upkeep that is due; return when done."""
