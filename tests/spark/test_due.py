@@ -12,8 +12,8 @@ from segcompact.clock import ManualClock
 from segcompact.compaction.triggers import Reason
 from segcompact.config import load_config
 from segcompact.spark.materialize import Materializer
-from segcompact.spark.status import partition_status
 from segcompact.spark.tables import PARTITIONS_SCHEMA, STATE_SCHEMA, Tables
+from segcompact.status import read_status
 from tests.support.config import write_config
 
 pytestmark = pytest.mark.spark
@@ -103,7 +103,7 @@ def test_status_calls_due_exactly_what_the_materialiser_writes(
         tables.state.name
     )
 
-    status = partition_status(spark, config, tables, NOW)
+    status = read_status(config, NOW, lambda: spark)
     plans = Materializer(spark, config, tables, ManualClock(NOW)).plans()
 
     said = {(r["topic"], r["partition"]): r["due"] for r in status if r["due"]}

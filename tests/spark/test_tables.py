@@ -10,8 +10,9 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from segcompact.erasure.ledger_reads import read_rows
 from segcompact.errors import ConfigError
-from segcompact.spark.ledger import read_rows, rows_frame
+from segcompact.spark.ledger import rows_frame
 from segcompact.spark.tables import PENDING_SCHEMA, SOURCE_AS_IS, Table, Tables, session_settings
 from tests.support.spark import jobs_started
 
