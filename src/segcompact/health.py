@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any
 from segcompact.clock import epoch_ms
 from segcompact.config import CompactorConfig
 from segcompact.erasure.ledger_reads import ledger_rows
-from segcompact.erasure.report import build, iso
-from segcompact.erasure.schedule import Status
+from segcompact.erasure.report import breached, build, iso
 from segcompact.lease import job_lease
 from segcompact.table_sql import NoTable, open_sql
 
@@ -84,9 +83,6 @@ def check(config: CompactorConfig, now_ms: int, spark: Callable[[], SparkSession
         rows = []
     deletes, rounds = ledger_rows(sql)
     report = build(deletes, rounds, lambda t: config.topic(t).gdpr_deletion_sla_ms, now_ms)
-    breaches = sum(
-        1 for r in (*report["deletions"], *report["overwrites"]) if r["status"] == Status.BREACHED
-    )
     updates = [ms for r in rows if (ms := epoch_ms(r["updated_at"])) is not None]
     return Health(
         running=holders[0].describe() if holders else None,
@@ -96,5 +92,5 @@ def check(config: CompactorConfig, now_ms: int, spark: Callable[[], SparkSession
             for r in rows
             if r["uncleanable_reason"] is not None
         ],
-        breaches=breaches,
+        breaches=len(breached(report)),
     )

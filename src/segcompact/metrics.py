@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_serv
 
 from segcompact.config import CompactorConfig
 from segcompact.erasure.ledger_reads import ledger_rows, ledger_views
-from segcompact.erasure.report import build
+from segcompact.erasure.report import breached, build
 from segcompact.erasure.schedule import Status
 from segcompact.status import read_status
 from segcompact.table_sql import open_sql
@@ -208,12 +208,11 @@ class JobMetrics:
         stopped = [r for r in rows if r["uncleanable"] is not None]
         self.uncleanable_count.set(len(stopped))
         self.uncleanable_bytes.set(sum(r["dirty_bytes"] + r["clean_bytes"] for r in stopped))
-        judged = [*report["deletions"], *report["overwrites"]]
         pending = [
             raw["appended_at"]
             for raw, shown in zip(deletes, report["deletions"], strict=True)
             if shown["status"] == Status.PENDING
         ]
         self.deletions_pending.set(len(pending))
-        self.deletions_breached.set(sum(1 for d in judged if d["status"] == Status.BREACHED))
+        self.deletions_breached.set(len(breached(report)))
         self.oldest_pending.set(0 if not pending else (now_ms - min(pending)) / 1000)

@@ -143,6 +143,13 @@ def build(
     }
 
 
+def breached(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The report's deletions and rounds that missed their deadline."""
+    return [
+        r for r in (*report["deletions"], *report["overwrites"]) if r["status"] == Status.BREACHED
+    ]
+
+
 def text(report: Mapping[str, Any]) -> str:
     """The report as a terminal reads it: a line per partition, then every breach."""
     parts = report["partitions"]
@@ -161,10 +168,7 @@ def text(report: Mapping[str, Any]) -> str:
             f"{_dur(t.get('p99')):>10} {_dur(t.get('max')):>10}  "
             + ("-" if oldest is None else f"offset {oldest['offset']} ({oldest['deadline']})")
         )
-    breaches = [
-        r for r in (*report["deletions"], *report["overwrites"]) if r["status"] == Status.BREACHED
-    ]
-    if breaches:
+    if breaches := breached(report):
         lines.append("")
         lines.append("breaches:")
         for r in breaches:
