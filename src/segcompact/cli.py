@@ -325,7 +325,7 @@ def _sla(args: argparse.Namespace) -> int:
     report = build(
         deletes,
         rounds,
-        lambda t: config.topic(t).gdpr_deletion_sla_ms,
+        config.sla_ms,
         job_clock().now_ms(),
         upstream,
     )

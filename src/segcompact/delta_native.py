@@ -4,7 +4,7 @@ Opening a table, its version, properties and commit times, reading a small table
 VACUUM take milliseconds here against a second or more of Spark jobs each, which every upkeep
 pays for several tables. Spark writes the tables; delta-rs only reads them and, for VACUUM,
 removes files and logs the ``VACUUM START``/``VACUUM END`` commits Delta's own VACUUM logs.
-What delta-rs cannot read or write (deletion vectors, for one) raises a ``DeltaError``: the
+What delta-rs cannot read or write (a protocol feature it lacks) raises a ``DeltaError``: the
 callers then ask Spark.
 """
 

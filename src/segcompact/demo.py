@@ -141,9 +141,7 @@ def _sla_report(compactor: Any, config: CompactorConfig, out: TextIO) -> None:
 
     sql = open_sql(ledger_views(config), config.storage, lambda: compactor.spark)
     deletes, rounds = ledger_rows(sql)
-    report = build(
-        deletes, rounds, lambda t: config.topic(t).gdpr_deletion_sla_ms, compactor.clock.now_ms()
-    )
+    report = build(deletes, rounds, config.sla_ms, compactor.clock.now_ms())
     print("deletion SLA (gdpr.deletion.sla.ms):", file=out)
     for line in text(report).splitlines():
         print(f"  {line}", file=out)

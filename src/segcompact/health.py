@@ -82,7 +82,7 @@ def check(config: CompactorConfig, now_ms: int, spark: Callable[[], SparkSession
     except NoTable:
         rows = []
     deletes, rounds = ledger_rows(sql)
-    report = build(deletes, rounds, lambda t: config.topic(t).gdpr_deletion_sla_ms, now_ms)
+    report = build(deletes, rounds, config.sla_ms, now_ms)
     updates = [ms for r in rows if (ms := epoch_ms(r["updated_at"])) is not None]
     return Health(
         running=holders[0].describe() if holders else None,

@@ -22,7 +22,7 @@ from segcompact.config import CompactorConfig
 from segcompact.erasure.ledger_reads import ledger_rows, ledger_views
 from segcompact.erasure.report import breached, build
 from segcompact.erasure.schedule import Status
-from segcompact.status import read_status
+from segcompact.status import partition_status, status_views
 from segcompact.table_sql import open_sql
 
 if TYPE_CHECKING:
@@ -59,6 +59,12 @@ class JobMetrics:
         self.uncleanable_bytes = Gauge(
             "segcompact_uncleanable_bytes",
             "Kafka's uncleanable-bytes: the bytes of the uncleanable partitions' logs",
+            registry=r,
+        )
+        self.recopy = Gauge(
+            "segcompact_cleaner_recopy_percent",
+            "Kafka's cleaner-recopy-percent: bytes the last materialisation wrote, in percent of "
+            "the bytes of the logs it replaced (last versions and dirty segments)",
             registry=r,
         )
         # Per partition.
@@ -158,6 +164,10 @@ class JobMetrics:
         self.records.inc(sum(r["records"] or 0 for r in stats))
         self.bytes.inc(sum(r["dirty_bytes"] or 0 for r in stats))
 
+    def materialized(self, written: int, read: int) -> None:
+        """A materialisation wrote ``written`` bytes in place of ``read`` bytes of log."""
+        self.recopy.set(100 * written / max(read, 1))
+
     def refresh(
         self,
         config: CompactorConfig,
@@ -171,9 +181,11 @@ class JobMetrics:
             if not force and time.monotonic() - self._refreshed < REFRESH_S:
                 return
             self._refreshed = time.monotonic()
-            deletes, rounds = ledger_rows(open_sql(ledger_views(config), config.storage, spark))
-            report = build(deletes, rounds, lambda t: config.topic(t).gdpr_deletion_sla_ms, now_ms)
-            self.tables(read_status(config, now_ms, spark), deletes, report, now_ms)
+            views = {**status_views(config), **ledger_views(config)}
+            sql = open_sql(views, config.storage, spark)  # one set of tables for both reads
+            deletes, rounds = ledger_rows(sql)
+            report = build(deletes, rounds, config.sla_ms, now_ms)
+            self.tables(partition_status(sql, config, now_ms), deletes, report, now_ms)
 
     def tables(
         self,

@@ -114,3 +114,13 @@ def test_metrics_of_a_running_job_match_its_tables(tmp_path: Path, spark_conf_di
         > 0
     )
     assert samples[("segcompact_deletions_breached", ())] == 0
+    # Every segment is in the first batch, so one materialisation wrote both healthy
+    # partitions for the first time: it read their segments and wrote their clean bytes.
+    written = {
+        (r["topic"], r["partition"]): r["clean_bytes"] for r in rows if r["last_materialized_ms"]
+    }
+    assert set(written) == {("plain", 0), ("plain", 1)}
+    replaced = sum(p.stat().st_size for p in read if p.parent.name in ("plain-0", "plain-1"))
+    recopy = samples[("segcompact_cleaner_recopy_percent", ())]
+    assert recopy == pytest.approx(100 * sum(written.values()) / replaced)
+    assert 0 < recopy < 100  # twelve records of four keys, then five of four: fewer bytes out

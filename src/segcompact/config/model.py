@@ -231,6 +231,10 @@ class CompactorConfig:
         """Settings for ``name``: its ``[topics]`` entry, else the resolved ``[defaults]``."""
         return self.topics.get(name, self.defaults)
 
+    def sla_ms(self, name: str) -> int | None:
+        """``gdpr.deletion.sla.ms`` of ``name``; None when it has no deletion deadline."""
+        return self.topic(name).gdpr_deletion_sla_ms
+
     def with_base_dir(self, base_dir: str | os.PathLike[str]) -> CompactorConfig:
         """A copy whose relative local paths are made absolute under ``base_dir``.
 

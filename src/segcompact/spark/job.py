@@ -196,6 +196,8 @@ class Compactor:
         """The metrics' table figures again; a failure to read them is logged, never the job's."""
         if self.metrics is None:
             return
+        if self.materializer.last_recopy is not None:
+            self.metrics.materialized(*self.materializer.last_recopy)
         try:
             self.metrics.refresh(self.config, self.clock.now_ms(), lambda: self.spark)
         except Exception as e:  # metrics must not stop compaction

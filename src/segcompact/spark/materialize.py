@@ -72,6 +72,7 @@ class Plan:
     tombstone_attribute: bool  # KIP-87's attribute mode: tombstones carry attribute bit 0
     now_ms: int  # when the plan was made: which rows are young (min.compaction.lag.ms)
     min_compaction_lag_ms: int
+    read_bytes: int  # the log it replaces: the last version's bytes and the dirty bytes since
 
 
 def _codec(topic_codec: Compression | None, input_codec: int | None) -> Compression:
@@ -211,6 +212,8 @@ class Materializer:
         self.tables = tables
         self.clock = clock
         self.output = Output(config.output.path, config.storage)
+        # Kafka's cleaner-recopy-percent of the last run that wrote: bytes written, bytes read.
+        self.last_recopy: tuple[int, int] | None = None
 
     def plans(
         self,
@@ -260,6 +263,7 @@ class Materializer:
                     cfg.tombstone_mode is TombstoneMode.ATTRIBUTE,
                     now,
                     cfg.min_compaction_lag_ms,
+                    r["clean_bytes"] + r["dirty_bytes"],
                 )
             )
         return plans
@@ -317,6 +321,7 @@ class Materializer:
                 }
             )
         self._record(out, now)
+        self.last_recopy = (sum(r["bytes"] for r in out), sum(p.read_bytes for p in plans))
         return out
 
     def _record(self, results: list[dict[str, Any]], now: int) -> None:
