@@ -167,13 +167,16 @@ class _JsonLines(logging.Formatter):
 
 
 def _metrics(config: CompactorConfig) -> JobMetrics | None:
-    """The job's metrics, served on ``[metrics]``'s port; None when it names none."""
+    """The job's metrics, served on ``[metrics]``'s port (the job gives them to Spark's metrics
+    system with ``spark = true``); None when ``[metrics]`` asks for neither."""
     port = config.metrics.port
-    if port is None:
+    if port is None and not config.metrics.spark:
         return None
     from segcompact.metrics import JobMetrics
 
     metrics = JobMetrics()
+    if port is None:
+        return metrics
     try:
         metrics.serve(config.metrics.host, port)
     except OSError as e:

@@ -42,8 +42,10 @@ def _segment(directory: Path, base: int, data: bytes) -> Path:
     return path
 
 
-def _scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as response:
+def _scrape(
+    port: int, path: str = "/metrics"
+) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as response:
         text = response.read().decode()
     assert b"customer-key" not in text.encode(), "a key in the metrics"
     return {
@@ -64,10 +66,19 @@ def test_metrics_of_a_running_job_match_its_tables(tmp_path: Path, spark_conf_di
     damaged = bytearray(_records(3, 3))
     damaged[V2_HEADER_SIZE + 3] ^= 0x40
     _segment(root / "bad-0", 3, bytes(damaged))  # read, found corrupt: no bytes counted
-    port = free_port()
-    path = write_config(tmp_path / "job", [root], rolled_only=False)
+    port, ui_port = free_port(), free_port()
+    # Spark's own metrics system too, exported by the driver's PrometheusServlet sink.
+    sink = "spark.metrics.conf.*.sink.prometheusServlet"
+    spark = {
+        "spark.ui.enabled": "true",
+        "spark.ui.port": str(ui_port),
+        "spark.metrics.namespace": "job",
+        f"{sink}.class": "org.apache.spark.metrics.sink.PrometheusServlet",
+        f"{sink}.path": "/metrics/prometheus",
+    }
+    path = write_config(tmp_path / "job", [root], rolled_only=False, spark=spark)
     with open(path, "a", encoding="utf-8") as f:
-        f.write(f'[metrics]\nport = {port}\nhost = "127.0.0.1"\n')
+        f.write(f'[metrics]\nport = {port}\nhost = "127.0.0.1"\nspark = true\n')
     config = load_config(path)
     env = {CLOCK_VARIABLE: str(NOW_MS)}
 
@@ -84,13 +95,19 @@ def test_metrics_of_a_running_job_match_its_tables(tmp_path: Path, spark_conf_di
             return samples if done and samples[("segcompact_batches_total", ())] >= 1 else None
 
         samples = wait_for("a scrape after the first batch", merged, running=job)
+        in_spark = _scrape(ui_port, "/metrics/prometheus")
         rows = read_status(config, NOW_MS, lambda: pytest.fail("delta-rs reads these tables"))
         assert samples[("segcompact_query_active", ())] == 1
         job.terminate()
         assert job.wait() == 0
 
     def at(name: str, topic: str, partition: int) -> float:
-        return samples[(name, (("partition", str(partition)), ("topic", topic)))]
+        value = samples[(name, (("partition", str(partition)), ("topic", topic)))]
+        # Spark's sink has the same figure, named as Dropwizard (no labels) and its servlet do.
+        gauge = name.removeprefix("segcompact_")
+        spark_name = f"metrics_job_driver_segcompact_{gauge}_{topic}_{partition}_Value"
+        assert in_spark[(spark_name, (("type", "gauges"),))] == value, spark_name
+        return value
 
     assert {(r["topic"], r["partition"]) for r in rows} == {("bad", 0), ("plain", 0), ("plain", 1)}
     for r in rows:

@@ -82,6 +82,7 @@ SECTIONS: dict[str, dict[str, Key]] = {
     "metrics": _keys(
         Key("port", "port", v.integer(1, 65_535)),
         Key("host", "host", v.text),
+        Key("spark", "spark", v.boolean),
     ),
     "spark": {},  # Spark and Hadoop settings, passed as they are
     "defaults": TOPIC_KEYS,

@@ -180,10 +180,12 @@ class StreamConfig:
 @dataclass(frozen=True, slots=True)
 class MetricsConfig:
     """``[metrics]``: the job's Prometheus endpoint, ``http://<host>:<port>/metrics``; none
-    unless a port is named (nothing listens that the config did not ask for)."""
+    unless a port is named (nothing listens that the config did not ask for). ``spark``: the
+    same figures in Spark's own metrics system too, for the sinks a cluster configures."""
 
     port: int | None = None
     host: str = "127.0.0.1"  # 0.0.0.0 for a scraper on another host or pod
+    spark: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ from segcompact.spark.erasure import Eraser, RoundReport
 from segcompact.spark.listener import QueryListener
 from segcompact.spark.materialize import Materializer
 from segcompact.spark.merge import BatchMerger
+from segcompact.spark.metrics_source import SparkMetrics
 from segcompact.spark.source import NAME, register
 from segcompact.spark.tables import Tables
 from segcompact.timing import timed
@@ -56,6 +57,9 @@ class Compactor:
         self.config = config
         self.clock = clock or job_clock()
         self.metrics = metrics  # served by the caller; updated here after batches and upkeeps
+        self.spark_metrics = (
+            SparkMetrics(spark) if metrics is not None and config.metrics.spark else None
+        )
         # Checked before anything starts: a topic with an SLA needs the ledger's secret.
         secret = ledger_secret() if smallest_sla_ms(config) is not None else None
         self.tables = Tables.of(config)
@@ -193,13 +197,16 @@ class Compactor:
         return report
 
     def _refresh_metrics(self) -> None:
-        """The metrics' table figures again; a failure to read them is logged, never the job's."""
+        """The metrics' table figures again, in Spark's metrics system too when asked; a failure
+        to read or give them is logged, never the job's."""
         if self.metrics is None:
             return
         if self.materializer.last_recopy is not None:
             self.metrics.materialized(*self.materializer.last_recopy)
         try:
             self.metrics.refresh(self.config, self.clock.now_ms(), lambda: self.spark)
+            if self.spark_metrics is not None:
+                self.spark_metrics.update(self.metrics.registry)
         except Exception as e:  # metrics must not stop compaction
             log.warning("metrics not refreshed: %s", root_cause(str(e)))
 
