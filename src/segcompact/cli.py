@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from tqdm import tqdm
 
+    from segcompact.backlog import Backlog
     from segcompact.config import CompactorConfig
     from segcompact.lease import Lease
     from segcompact.metrics import JobMetrics
@@ -142,8 +143,9 @@ def _run(args: argparse.Namespace) -> int:
         compactor = Compactor(_session(config), config, metrics=metrics)
         if args.once:
             lease.on_lost = lambda: compactor.request_stop(trigger_active=False)
-            with _progress() as bar:
-                compactor.run_once(on_batch=lambda _batch_id: bar.update(1))
+            backlog = compactor.backlog()
+            with _progress(backlog.total) as bar:
+                compactor.run_once(on_batch=lambda batch_id: _advance(bar, backlog, batch_id))
             return 0
         stop = GracefulStop()
         stop.install()
@@ -187,11 +189,34 @@ def _metrics(config: CompactorConfig) -> JobMetrics | None:
     return metrics
 
 
-def _progress() -> tqdm[Any]:
-    """``run --once``'s progress bar on a terminal (none when stderr is not one, as in a log)."""
+def _progress(total: int) -> tqdm[Any]:
+    """``run --once``'s progress bar, in bytes of segments, on a terminal (none when stderr is
+    not one, as in a log)."""
     from tqdm import tqdm
 
-    return tqdm(desc="micro-batches", unit="batch", file=sys.stderr, disable=None)
+    return tqdm(
+        desc="segments",
+        total=total,
+        unit="B",
+        unit_scale=True,
+        unit_divisor=1024,
+        bar_format="{l_bar}{bar}| {n_fmt}B/{total_fmt}B [{elapsed}<{remaining}, {rate_fmt}]",
+        file=sys.stderr,
+        disable=None,
+    )
+
+
+def _advance(bar: tqdm[Any], backlog: Backlog, batch_id: int) -> None:
+    """The bar at the end of micro-batch ``batch_id`` (segments rolled after the start, which
+    the query reads too, raise its total)."""
+    try:
+        done = backlog.done(batch_id)
+    except Exception as e:  # a progress bar never stops the job
+        logging.getLogger("segcompact").debug("progress: %s", e)
+        return
+    if bar.total is not None and done > bar.total:
+        bar.total = done
+    bar.update(done - bar.n)
 
 
 def _status(args: argparse.Namespace) -> int:

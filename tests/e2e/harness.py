@@ -9,12 +9,17 @@ The CLI runs on the system clock, so rows are compared without ``cleaned_at`` an
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import pty
 import random
 import signal
+import struct
 import subprocess
 import sys
+import termios
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -155,6 +160,47 @@ def run_cli(
         timeout=RUN_TIMEOUT_S,
         check=False,
     )
+
+
+def run_cli_on_a_terminal(
+    *args: str | os.PathLike[str], cwd: Path, spark_conf_dir: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """:func:`run_cli` with stderr on a pseudo-terminal, as a user at a shell has it: its
+    ``stderr`` is what the terminal was sent (``\r\n`` line ends, progress bars redrawn)."""
+    leader, follower = pty.openpty()
+    # A terminal's size: a new pseudo-terminal has none (0 columns), and a bar fits in none.
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
+    received: list[bytes] = []
+
+    def drain() -> None:  # a full terminal buffer would block the process
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # EIO: the last writer closed the terminal
+                return
+            if not data:
+                return
+            received.append(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        proc = subprocess.run(
+            [*CLI, *map(str, args)],
+            cwd=cwd,
+            env=cli_env(spark_conf_dir),
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            text=True,
+            timeout=RUN_TIMEOUT_S,
+            check=False,
+        )
+    finally:
+        os.close(follower)
+        reader.join(timeout=RUN_TIMEOUT_S)
+        os.close(leader)
+    proc.stderr = b"".join(received).decode(errors="replace")
+    return proc
 
 
 class Background:

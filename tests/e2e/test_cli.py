@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+from tqdm import tqdm
 
 from segcompact.compaction.model import ReferenceModel
 from segcompact.config import CompactorConfig, load_config
@@ -31,6 +32,7 @@ from tests.e2e.harness import (
     output_records,
     pending_records,
     run_cli,
+    run_cli_on_a_terminal,
     state_table,
     without_times,
     write_config,
@@ -55,7 +57,7 @@ def once(tmp_path_factory: pytest.TempPathFactory, spark_conf_dir: Path) -> Once
     work = tmp_path_factory.mktemp("cli")
     log = write_log(work / "in", 20261122)
     config_path = write_config(work, [log.root])
-    result = run_cli(
+    result = run_cli_on_a_terminal(
         "run", "--config", config_path, "--once", cwd=work, spark_conf_dir=spark_conf_dir
     )
     config = load_config(config_path)
@@ -80,6 +82,18 @@ def test_run_once_compacts_the_rolled_segments(spark: SparkSession, once: OnceRu
     assert pending_records(spark, once.config) == model_pending(once.model)
     # Every partition is due (never materialised: dirty ratio 1): its output is its state.
     assert output_records(once.config) == model_output(once.model)
+
+
+@pytest.mark.spark
+def test_run_once_on_a_terminal_shows_its_progress_in_bytes_of_segments(once: OnceRun) -> None:
+    total = sum(p.stat().st_size for paths in once.log.rolled().values() for p in paths)
+    size = tqdm.format_sizeof(total, divisor=1024)
+    last = once.result.stderr.replace("\r\n", "\r").split("\r")
+    bars = [line for line in last if line.startswith("segments:")]
+    assert bars, once.result.stderr
+    # Known from the start, and reached by the end.
+    assert all(f"/{size}B " in bar for bar in bars), bars
+    assert bars[-1].startswith("segments: 100%") and f" {size}B/{size}B " in bars[-1], bars[-1]
 
 
 @pytest.mark.spark

@@ -245,3 +245,31 @@ def test_graduation_cut_short_after_its_merge_is_finished_by_the_next(
     s.model.expire(s.clock.now_ms())
     s.check()
     assert not s.model.young and young.read(spark).count() == 0
+
+
+def test_the_backlog_of_a_run_is_its_segments_bytes_and_each_batch_moves_through_them(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """``run --once``'s progress: the bytes of the segments it admits, before it starts."""
+    config = load_config(
+        support_config.write_config(
+            tmp_path, [tmp_path / "in"], rolled_only=False, stream={"max_segments_per_batch": 1}
+        )
+    )
+    segments = generate_partition(random.Random(11))
+    sizes = [seg.write(tmp_path / "in" / "t-0").stat().st_size for seg in segments[:3]]
+    compactor = Compactor(spark, config, ManualClock(START_MS))
+
+    backlog = compactor.backlog()
+    assert backlog.total == sum(sizes)
+    done: list[int] = []
+    compactor.run_once(on_batch=lambda batch: done.append(backlog.done(batch)))
+    assert done == [sum(sizes[:1]), sum(sizes[:2]), sum(sizes)]  # one segment a batch
+
+    assert compactor.backlog().total == 0  # all read and committed
+    later = segments[3].write(tmp_path / "in" / "t-0").stat().st_size
+    backlog = compactor.backlog()
+    assert backlog.total == later
+    done.clear()
+    compactor.run_once(on_batch=lambda batch: done.append(backlog.done(batch)))
+    assert done == [later]

@@ -19,12 +19,14 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
+from segcompact.backlog import Backlog, QueryLog
 from segcompact.clock import Clock, job_clock
 from segcompact.compaction.reduce import Rankings
 from segcompact.config import CompactorConfig
 from segcompact.erasure.keyhash import ledger_secret
 from segcompact.erasure.schedule import smallest_sla_ms
 from segcompact.errors import SegcompactError, root_cause
+from segcompact.manifest import Manifest
 from segcompact.metrics import JobMetrics
 from segcompact.spark.compat import once_trigger
 from segcompact.spark.conflicts import retry_conflicts
@@ -33,7 +35,7 @@ from segcompact.spark.listener import QueryListener
 from segcompact.spark.materialize import Materializer
 from segcompact.spark.merge import BatchMerger
 from segcompact.spark.metrics_source import SparkMetrics
-from segcompact.spark.source import NAME, register
+from segcompact.spark.source import NAME, SourceOptions, register
 from segcompact.spark.tables import Tables
 from segcompact.timing import timed
 
@@ -41,6 +43,11 @@ from segcompact.timing import timed
 def manifest_dir(config: CompactorConfig) -> str:
     """The source's segment manifest lives beside the query's checkpoint."""
     return posixpath.join(config.stream.checkpoint, "manifest")
+
+
+def query_dir(config: CompactorConfig) -> str:
+    """The streaming query's own checkpoint (offsets, commits), beside the manifest."""
+    return posixpath.join(config.stream.checkpoint, "query")
 
 
 class Compactor:
@@ -83,19 +90,7 @@ class Compactor:
     def start(self, *, once: bool, on_batch: Callable[[int], None] | None = None) -> StreamingQuery:
         """Start the streaming query (``availableNow`` when ``once``)."""
         register(self.spark)
-        reader = (
-            self.spark.readStream.format(NAME)
-            .option("paths", ",".join(self.config.source.paths))
-            .option("rolledOnly", str(self.config.source.rolled_only).lower())
-            .option("manifest", manifest_dir(self.config))
-            # Each segment reduced in its task to what can still win (the merge reduces across).
-            .option("compaction", Rankings.of(self.config).to_json())
-        )
-        for key, value in self.config.storage.hadoop.items():
-            reader = reader.option(key, value)  # the source opens roots and manifest with them
-        limit = self.config.stream.max_segments_per_batch
-        if limit:
-            reader = reader.option("maxSegmentsPerTrigger", str(limit))
+        reader = self.spark.readStream.format(NAME).options(**self._source_options())
 
         if self.metrics is not None:
             self.spark.streams.addListener(QueryListener(self.metrics))
@@ -129,7 +124,7 @@ class Compactor:
             reader.load()
             .writeStream.queryName("segcompact")
             .foreachBatch(batch)
-            .option("checkpointLocation", posixpath.join(self.config.stream.checkpoint, "query"))
+            .option("checkpointLocation", query_dir(self.config))
         )
         if once:
             writer = writer.trigger(**once_trigger())  # availableNow, or once before PySpark 4.2
@@ -195,6 +190,29 @@ class Compactor:
             log.info("upkeep: %.1f s", took)
         self._refresh_metrics()
         return report
+
+    def _source_options(self) -> dict[str, str]:
+        options = {
+            "paths": ",".join(self.config.source.paths),
+            "rolledOnly": str(self.config.source.rolled_only).lower(),
+            "manifest": manifest_dir(self.config),
+            # Each segment reduced in its task to what can still win (the merge reduces across).
+            "compaction": Rankings.of(self.config).to_json(),
+            # The source opens roots and manifest with the storage settings.
+            **self.config.storage.hadoop,
+        }
+        limit = self.config.stream.max_segments_per_batch
+        if limit:
+            options["maxSegmentsPerTrigger"] = str(limit)
+        return options
+
+    def backlog(self) -> Backlog:
+        """What a ``run --once`` started now reads. Discovery runs here first, as the query's
+        source runs it (it then finds the same segments, or ones rolled since as well)."""
+        options = SourceOptions.from_options(self._source_options())
+        manifest = Manifest(options.manifest, options.storage)
+        manifest.discover(options.roots, rolled_only=options.rolled_only)
+        return Backlog(manifest, QueryLog(query_dir(self.config), self.config.storage))
 
     def _refresh_metrics(self) -> None:
         """The metrics' table figures again, in Spark's metrics system too when asked; a failure

@@ -1,0 +1,55 @@
+"""What a ``run --once`` has to read, and how far through it each micro-batch is.
+
+The segments after the query's last committed micro-batch, from the source's manifest and the
+query's offset log: Spark's checkpoint keeps ``offsets/<batch>`` ("v1", the batch's metadata,
+then one line per source, the ``kafka-segments`` source's being ``{"seq": n, "manifest": id}``)
+from when a batch is planned, and ``commits/<batch>`` from when it is done.
+"""
+
+from __future__ import annotations
+
+import json
+
+from segcompact.manifest import Manifest, seq_of
+from segcompact.storage import FileSystem, Storage
+
+
+class QueryLog:
+    """The offset and commit logs of a streaming query's checkpoint (``<checkpoint>/query``)."""
+
+    def __init__(self, location: str, storage: Storage) -> None:
+        self.fs: FileSystem
+        self.fs, self.location = storage.resolve(location)
+
+    def _batches(self, kind: str) -> list[int]:
+        folder = self.fs.join(self.location, kind)
+        if not self.fs.exists(folder):
+            return []
+        return sorted(int(f.name) for f in self.fs.list_dir(folder) if f.name.isdigit())
+
+    def last_commit(self) -> int | None:
+        """The last micro-batch that finished; None before the first."""
+        return max(self._batches("commits"), default=None)
+
+    def end_seq(self, batch: int) -> int:
+        """The source seq a planned micro-batch ends at (its segments' last)."""
+        lines = self.fs.read_bytes(self.fs.join(self.location, "offsets", str(batch))).splitlines()
+        return seq_of(json.loads(lines[2]))
+
+
+class Backlog:
+    """The segments a query has not finished: ``total`` bytes; :meth:`done`, the bytes of them
+    up to where a micro-batch ends."""
+
+    def __init__(self, manifest: Manifest, query: QueryLog) -> None:
+        self.manifest = manifest
+        self.query = query
+        committed = query.last_commit()
+        self.start = 0 if committed is None else query.end_seq(committed)
+        self.total = sum(e.file.size for e in manifest.entries()[self.start :])
+
+    def done(self, batch: int) -> int:
+        """The bytes of the segments from the backlog's start to the end of ``batch``."""
+        return sum(
+            e.file.size for e in self.manifest.between(self.start, self.query.end_seq(batch))
+        )
