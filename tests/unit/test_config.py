@@ -132,6 +132,7 @@ REJECTED: list[tuple[str, dict[str, Any], str, str | None, str]] = [
     ),
     ("metrics-host", {**SOURCE, "metrics": {"host": ""}}, "[metrics] host", '""', "non-empty"),
     ("metrics-key", {**SOURCE, "metrics": {"prot": 1}}, "[metrics] prot", "1", "port?"),
+    ("metrics-spark", {**SOURCE, "metrics": {"spark": 1}}, "[metrics] spark", "1", "true or false"),
     ("paths-empty", {"source": {"paths": []}}, "[source] paths", "[]", "non-empty list"),
     ("paths-str", {"source": {"paths": "d"}}, "[source] paths", '"d"', "list of non-empty"),
     ("paths-int", {"source": {"paths": [1]}}, "[source] paths", "[1]", "non-empty strings"),
