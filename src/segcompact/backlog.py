@@ -31,6 +31,10 @@ class QueryLog:
         """The last micro-batch that finished; None before the first."""
         return max(self._batches("commits"), default=None)
 
+    def last_planned(self) -> int | None:
+        """The last micro-batch whose offsets were written; None before the first."""
+        return max(self._batches("offsets"), default=None)
+
     def end_seq(self, batch: int) -> int:
         """The source seq a planned micro-batch ends at (its segments' last)."""
         lines = self.fs.read_bytes(self.fs.join(self.location, "offsets", str(batch))).splitlines()
@@ -47,6 +51,13 @@ class Backlog:
         committed = query.last_commit()
         self.start = 0 if committed is None else query.end_seq(committed)
         self.total = sum(e.file.size for e in manifest.entries()[self.start :])
+        # A batch planned and not committed (a run stopped in it) is read again first.
+        self.in_flight = query.last_planned() != committed
+
+    @property
+    def empty(self) -> bool:
+        """Nothing for the query to do: no segment after its last batch, none half done."""
+        return self.start == self.manifest.latest_seq and not self.in_flight
 
     def done(self, batch: int) -> int:
         """The bytes of the segments from the backlog's start to the end of ``batch``."""

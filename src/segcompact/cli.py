@@ -145,7 +145,9 @@ def _run(args: argparse.Namespace) -> int:
             lease.on_lost = lambda: compactor.request_stop(trigger_active=False)
             backlog = compactor.backlog()
             with _progress(backlog.total) as bar:
-                compactor.run_once(on_batch=lambda batch_id: _advance(bar, backlog, batch_id))
+                compactor.run_once(
+                    on_batch=lambda batch_id: _advance(bar, backlog, batch_id), backlog=backlog
+                )
             return 0
         stop = GracefulStop()
         stop.install()

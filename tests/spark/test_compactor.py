@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 import shutil
 from pathlib import Path
@@ -184,7 +185,7 @@ def test_same_segment_twice_changes_nothing(spark: SparkSession, tmp_path: Path)
 
 
 def test_a_steady_batch_makes_two_delta_commits_and_an_idle_run_no_spark_job(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     s = Scenario(spark, tmp_path)
     # Distinct keys: the compacted output stays large, so one more segment is not due.
@@ -211,10 +212,13 @@ def test_a_steady_batch_makes_two_delta_commits_and_an_idle_run_no_spark_job(
     layout = spark.sql(f"DESCRIBE DETAIL delta.`{s.config.state.table}`").first()
     assert layout is not None and layout.partitionColumns == ["topic", "partition"]
 
-    # A restart with no new segment and nothing due: no Spark job, no Delta commit.
+    # A restart with no new segment and nothing due: no streaming query, no Spark job, no
+    # Delta commit.
     versions = {name: t.version(spark) for name, t in tables.items()}
     jobs = jobs_started(spark)
-    Compactor(spark, s.config, s.clock).run_once()
+    with caplog.at_level(logging.INFO, logger="segcompact"):
+        Compactor(spark, s.config, s.clock).run_once()
+    assert "query: no segment to read" in caplog.text
     assert jobs_started(spark) == jobs
     assert {name: t.version(spark) for name, t in tables.items()} == versions
 
@@ -266,7 +270,17 @@ def test_the_backlog_of_a_run_is_its_segments_bytes_and_each_batch_moves_through
     compactor.run_once(on_batch=lambda batch: done.append(backlog.done(batch)))
     assert done == [sum(sizes[:1]), sum(sizes[:2]), sum(sizes)]  # one segment a batch
 
-    assert compactor.backlog().total == 0  # all read and committed
+    assert compactor.backlog().total == 0 and compactor.backlog().empty  # all read, committed
+    # A run killed after planning its last batch and before committing it reads it again.
+    commits = Path(config.stream.checkpoint) / "query" / "commits"
+    for name in ("2", ".2.crc"):  # as a kill before the commit leaves it
+        (commits / name).unlink()
+    again = compactor.backlog()
+    assert again.in_flight and not again.empty and again.total == sizes[2]
+    done.clear()
+    compactor.run_once(on_batch=lambda batch: done.append(again.done(batch)), backlog=again)
+    assert done == [sizes[2]] and (commits / "2").exists()
+
     later = segments[3].write(tmp_path / "in" / "t-0").stat().st_size
     backlog = compactor.backlog()
     assert backlog.total == later

@@ -228,11 +228,18 @@ class Compactor:
         except Exception as e:  # metrics must not stop compaction
             log.warning("metrics not refreshed: %s", root_cause(str(e)))
 
-    def run_once(self, on_batch: Callable[[int], None] | None = None) -> None:
-        """Process everything available, then the upkeep that is due; return when done."""
-        with timed(log, "query"):
-            query = self.start(once=True, on_batch=on_batch)
-            _finish(query)
+    def run_once(
+        self, on_batch: Callable[[int], None] | None = None, backlog: Backlog | None = None
+    ) -> None:
+        """Process everything available (``backlog``: what :meth:`backlog` found, else it is
+        asked now), then the upkeep that is due; return when done. With nothing to read, the
+        streaming query does not start: it would end at once, after seconds of starting."""
+        if (backlog or self.backlog()).empty:
+            log.info("query: no segment to read")
+        else:
+            with timed(log, "query"):
+                query = self.start(once=True, on_batch=on_batch)
+                _finish(query)
         if not self._stopping:  # a stop (a lost lease) writes nothing more
             self.upkeep()
 
