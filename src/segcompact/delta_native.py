@@ -17,7 +17,7 @@ from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import DeltaTable
+from deltalake import DeltaTable, QueryBuilder
 from deltalake.exceptions import DeltaError
 
 from segcompact.config.locations import is_table_name
@@ -81,16 +81,32 @@ def read(
     table: DeltaTable, columns: Sequence[str] | None, where: pc.Expression | None
 ) -> pa.Table | None:
     """The live rows matching ``where`` (all when None), ``columns`` only (all when None); None
-    when delta-rs cannot read this table's protocol."""
+    when delta-rs cannot read this table's protocol. A table with deletion vectors, which
+    delta-rs' Arrow dataset refuses, is read through its SQL engine (DataFusion applies them)."""
     try:
         dataset = table.to_pyarrow_dataset()
     except DeltaError:
-        return None
+        return _read_by_sql(table, columns, where)
     # Arrow's scan threads may still be winding down when the interpreter exits (std::terminate
     # aborts the process then, seen with `run --once`): these reads are small, one thread does.
     return dataset.to_table(
         columns=None if columns is None else list(columns), filter=where, use_threads=False
     )
+
+
+def _read_by_sql(
+    table: DeltaTable, columns: Sequence[str] | None, where: pc.Expression | None
+) -> pa.Table | None:
+    try:
+        query = QueryBuilder().register("t", table)
+        rows = pa.RecordBatchReader.from_stream(query.execute("SELECT * FROM t")).read_all()
+    except DeltaError:
+        return None
+    # DataFusion's own types (string views) and column order, as the Arrow reader gives them.
+    schema = pa.schema(table.schema().to_arrow())
+    rows = rows.select(schema.names).cast(schema)
+    rows = rows if where is None else rows.filter(where)
+    return rows if columns is None else rows.select(list(columns))
 
 
 def file_count(table: DeltaTable) -> int | None:

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from deltalake import DeltaTable
 
+from segcompact import delta_native
 from segcompact.clock import CLOCK_VARIABLE
 from segcompact.config import CompactorConfig, load_config
 from segcompact.erasure.keyhash import SECRET_VARIABLE
@@ -216,7 +216,9 @@ def _comparable(config: CompactorConfig, table: str) -> list[tuple[Any, ...]]:
 
 def _read(config: CompactorConfig, table: str) -> pa.Table:
     options = config.storage.delta_options(table)
-    return DeltaTable(table, storage_options=options).to_pyarrow_table()
+    rows = delta_native.read(delta_native.open_table(table, options), None, None)
+    assert rows is not None, f"delta-rs cannot read {table}"
+    return rows
 
 
 def differences(reference: Job, chaos: Job) -> list[str]:

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deltalake import DeltaTable
 
+from segcompact import delta_native
 from segcompact.compaction.model import read_log_records
 from segcompact.config import CompactorConfig, load_config
 from segcompact.format.batch import V2_HEADER_SIZE, build_batch
@@ -87,7 +87,9 @@ def _upload(minio: MinioServer, bucket: str, log: Log, count: int) -> None:
 def _state(config: CompactorConfig) -> dict[StateKey, dict[str, Any]]:
     """The state table read by delta-rs straight from S3."""
     options = config.storage.delta_options(config.state.table)
-    rows = DeltaTable(config.state.table, storage_options=options).to_pyarrow_table().to_pylist()
+    table = delta_native.read(delta_native.open_table(config.state.table, options), None, None)
+    assert table is not None, "delta-rs reads the state table on S3"
+    rows = table.to_pylist()
     out: dict[StateKey, dict[str, Any]] = {}
     for r in rows:
         out[(r["topic"], r["partition"], r["key"])] = {

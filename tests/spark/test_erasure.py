@@ -380,8 +380,9 @@ def test_an_append_only_table_is_refused_naming_it(
 def test_deletion_vectors_are_purged_before_vacuum(
     spark: SparkSession, tmp_path: Path, secret: None
 ) -> None:
-    """With deletion vectors (Databricks' default), a MERGE marks the old row deleted and leaves
-    it in its file: only REORG … APPLY (PURGE) rewrites the file, and VACUUM then removes it."""
+    """With deletion vectors (the state table's default, Databricks' on every table), a MERGE
+    marks the old row deleted and leaves it in its file: only REORG … APPLY (PURGE) rewrites the
+    file, and VACUUM then removes it."""
     config = write_config(tmp_path)
     clock = ManualClock(T0)
     compactor = Compactor(spark, config, clock)

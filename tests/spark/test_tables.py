@@ -13,7 +13,14 @@ from pyspark.sql import types as T
 from segcompact.erasure.ledger_reads import read_rows
 from segcompact.errors import ConfigError
 from segcompact.spark.ledger import rows_frame
-from segcompact.spark.tables import PENDING_SCHEMA, SOURCE_AS_IS, Table, Tables, session_settings
+from segcompact.spark.tables import (
+    PENDING_SCHEMA,
+    SOURCE_AS_IS,
+    STATE_LAYOUT,
+    Table,
+    Tables,
+    session_settings,
+)
 from tests.support.spark import jobs_started
 
 pytestmark = pytest.mark.spark
@@ -27,6 +34,19 @@ def test_every_table_is_created_once_and_reopened(spark: SparkSession, tmp_path:
     tables.ensure(spark)  # again: the same tables, no error
     for t in (tables.state, tables.partitions, tables.pending, tables.young):
         assert t.read(spark).schema.fieldNames() == t.schema.fieldNames()
+    # A new state table: deletion vectors and auto compaction; the others Delta's defaults.
+    assert dict(STATE_LAYOUT).items() <= tables.state.properties(spark).items()
+    assert not dict(STATE_LAYOUT).keys() & tables.young.properties(spark).keys()
+
+
+def test_an_existing_state_table_keeps_its_layout(spark: SparkSession, tmp_path: Path) -> None:
+    tables = Tables.at(
+        *(str(tmp_path / n) for n in ("state", "parts", "pending", "young", "ledger"))
+    )
+    plain = Table(tables.state.name, tables.state.schema, partition_by=("topic", "partition"))
+    plain.ensure(spark)
+    tables.ensure(spark)
+    assert not dict(STATE_LAYOUT).keys() & tables.state.properties(spark).keys()
 
 
 def test_the_warm_up_commits_nothing_and_reads_through_delta_rs_or_spark(
@@ -40,7 +60,7 @@ def test_the_warm_up_commits_nothing_and_reads_through_delta_rs_or_spark(
     tables.warm_up(spark)
     assert {n: t.version(spark) for n, t in tables.all().items()} == before
     assert tables.partitions.arrow(spark).num_rows == 0
-    # Deletion vectors: delta-rs cannot read the table, Spark does; the same rows either way.
+    # Deletion vectors: delta-rs reads them through its SQL, Spark reads them; the same rows.
     row = {f.name: None for f in tables.ledger.schema} | {
         "kind": "round",
         "topic": "t",
@@ -51,18 +71,23 @@ def test_the_warm_up_commits_nothing_and_reads_through_delta_rs_or_spark(
         "status": "pending",
         "updated_at": 0,
     }
-    rows_frame(spark, [row, {**row, "round": 2}]).write.format("delta").mode("append").save(
-        tables.ledger.name
-    )
+    both = rows_frame(spark, [row, {**row, "round": 2}]).coalesce(1)  # one file
+    both.write.format("delta").mode("append").save(tables.ledger.name)
     where = pc.field("round") == 2
     native = read_rows(tables.ledger.arrow(spark, ["round", "deadline"], where))
     spark.sql(
         f"ALTER TABLE {tables.ledger.sql_name(spark)} "
         "SET TBLPROPERTIES ('delta.enableDeletionVectors' = true)"
     )
+    spark.sql(f"DELETE FROM {tables.ledger.sql_name(spark)} WHERE round = 1")
     assert tables.ledger.native(spark) is not None
     assert read_rows(tables.ledger.arrow(spark, ["round", "deadline"], where)) == native
     assert native == [{"round": 2, "deadline": 0}]
+    assert tables.ledger.arrow(spark, ["round"]).column("round").to_pylist() == [2], (
+        "the row the deletion vector marks is not read"
+    )
+    history = tables.ledger.delta(spark).history(1).first()
+    assert history is not None and int(history.operationMetrics["numDeletionVectorsAdded"]) == 1
 
 
 def test_a_table_without_segcompacts_columns_is_refused_in_one_line(

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from deltalake import write_deltalake
+from deltalake.exceptions import DeltaError
 
 from segcompact import delta_native
 
@@ -48,7 +49,9 @@ def test_local_path_of_a_location() -> None:
     assert delta_native.local_path("dbfs:/state") is None
 
 
-def test_read_filters_rows_and_columns_and_deletion_vectors_go_to_spark(tmp_path: Path) -> None:
+def test_read_filters_rows_and_columns_and_reads_deletion_vector_tables_by_sql(
+    tmp_path: Path,
+) -> None:
     table = tmp_path / "t"
     write_deltalake(str(table), pa.table({"k": [1, 2, 3], "v": ["a", "b", "c"]}))
     rows = delta_native.read(delta_native.open_table(str(table)), ["k"], pc.field("k") >= 2)
@@ -56,11 +59,13 @@ def test_read_filters_rows_and_columns_and_deletion_vectors_go_to_spark(tmp_path
 
     dv = tmp_path / "dv"
     config = {"delta.enableDeletionVectors": "true"}
-    write_deltalake(str(dv), pa.table({"k": [1]}), configuration=config)
-    assert delta_native.read(delta_native.open_table(str(dv)), None, None) is None, (
-        "delta-rs cannot read deletion vectors: the caller must ask Spark"
-    )
-    assert not delta_native.vacuum(delta_native.open_table(str(dv))), (
+    write_deltalake(str(dv), pa.table({"k": [1, 2], "v": ["a", "b"]}), configuration=config)
+    opened = delta_native.open_table(str(dv))
+    with pytest.raises(DeltaError):
+        opened.to_pyarrow_dataset()  # what delta-rs' Arrow reader says of deletion vectors
+    rows = delta_native.read(opened, ["v"], pc.field("k") == 2)
+    assert rows is not None and rows.to_pylist() == [{"v": "b"}]
+    assert not delta_native.vacuum(opened), (
         "delta-rs would delete live deletion vectors: Spark must vacuum"
     )
 

@@ -167,8 +167,10 @@ class Table:
     name: str
     schema: T.StructType
     storage: Storage = field(default_factory=Storage)  # how delta-rs opens it
-    # Columns a new table is partitioned by (an existing one keeps its layout).
+    # Columns a new table is partitioned by, and properties it is created with (an existing
+    # table keeps its layout).
     partition_by: tuple[str, ...] = ()
+    created_with: tuple[tuple[str, str], ...] = ()
 
     @property
     def is_path(self) -> bool:
@@ -184,6 +186,8 @@ class Table:
             builder = DeltaTable.createIfNotExists(spark).addColumns(self.schema)
             if self.partition_by:
                 builder = builder.partitionedBy(*self.partition_by)
+            for key, value in self.created_with:
+                builder = builder.property(key, value)
             if self.is_path:
                 builder = builder.location(qualify(spark, self.name))
             else:
@@ -350,6 +354,17 @@ class Table:
             writer.saveAsTable(self.name)
 
 
+# A new state table's properties. Deletion vectors: a MERGE marks the rows it replaces deleted
+# and writes only the new ones, where without them it rewrites the whole file of each partition
+# it touches (1.2 M rows to update 20,000 at 10 M keys). Auto compaction: once a partition has
+# about 50 small files (one per batch that touched it), Delta rewrites them into one after the
+# write that passed that, purging the deleted rows; an erasure round purges the rest (REORG).
+STATE_LAYOUT = (
+    ("delta.enableDeletionVectors", "true"),
+    ("delta.autoOptimize.autoCompact", "true"),
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Tables:
     """The Delta tables of one compactor."""
@@ -378,7 +393,7 @@ class Tables:
         # read only their partitions' files.
         by_partition = ("topic", "partition")
         return cls(
-            Table(state, STATE_SCHEMA, storage, by_partition),
+            Table(state, STATE_SCHEMA, storage, by_partition, STATE_LAYOUT),
             Table(partitions, PARTITIONS_SCHEMA, storage),
             Table(pending, PENDING_SCHEMA, storage),
             Table(young, YOUNG_SCHEMA, storage, by_partition),
