@@ -9,6 +9,7 @@ No stack traces unless ``SEGCOMPACT_DEBUG`` is set.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -626,7 +627,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         name = f"segcompact-{args.command}-{os.getpid()}.log"
         _jvm_output = os.path.join(tempfile.gettempdir(), name)
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        if code == 0 and _jvm_output is not None:
+            # Kept for a failure, whose one line names it; one file per run would pile up.
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(_jvm_output)
+        return code
     except (ConfigError, UsageError) as e:
         print(f"segcompact: error: {e}", file=sys.stderr)
         return EXIT_USAGE

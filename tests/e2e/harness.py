@@ -163,7 +163,10 @@ def run_cli(
 
 
 def run_cli_on_a_terminal(
-    *args: str | os.PathLike[str], cwd: Path, spark_conf_dir: Path | None = None
+    *args: str | os.PathLike[str],
+    cwd: Path,
+    spark_conf_dir: Path | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """:func:`run_cli` with stderr on a pseudo-terminal, as a user at a shell has it: its
     ``stderr`` is what the terminal was sent (``\r\n`` line ends, progress bars redrawn)."""
@@ -188,7 +191,7 @@ def run_cli_on_a_terminal(
         proc = subprocess.run(
             [*CLI, *map(str, args)],
             cwd=cwd,
-            env=cli_env(spark_conf_dir),
+            env={**cli_env(spark_conf_dir), **(env or {})},
             stdout=subprocess.PIPE,
             stderr=follower,
             text=True,

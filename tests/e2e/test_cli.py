@@ -57,8 +57,15 @@ def once(tmp_path_factory: pytest.TempPathFactory, spark_conf_dir: Path) -> Once
     work = tmp_path_factory.mktemp("cli")
     log = write_log(work / "in", 20261122)
     config_path = write_config(work, [log.root])
+    (work / "tmp").mkdir()
     result = run_cli_on_a_terminal(
-        "run", "--config", config_path, "--once", cwd=work, spark_conf_dir=spark_conf_dir
+        "run",
+        "--config",
+        config_path,
+        "--once",
+        cwd=work,
+        spark_conf_dir=spark_conf_dir,
+        env={"TMPDIR": str(work / "tmp")},
     )
     config = load_config(config_path)
     # The active segment of every partition waits for its roll (rolled_only = true).
@@ -71,6 +78,9 @@ def test_run_once_compacts_the_rolled_segments(spark: SparkSession, once: OnceRu
     assert once.result.returncode == 0, once.result.stderr
     assert "Traceback" not in once.result.stderr
     assert not (once.work / "spark-warehouse").exists()  # nothing unnamed in the working dir
+    # Nor left in the temporary directory: Spark's output and scratch warehouse are removed
+    # after a run that succeeded.
+    assert list((once.work / "tmp").iterdir()) == []
     # The generated log must exercise what is compared below.
     assert once.model.pending, "a transaction should wait for a marker in an active segment"
     assert any(r.tombstone for r in once.model.state.values())
@@ -315,14 +325,22 @@ def test_a_failed_streaming_query_is_one_line_and_exit_1(
     (query / "offsets").mkdir(parents=True)
     (query / "metadata").write_text('{"id":"5a5e0b9c-2f4e-4d8a-9a57-3d2f0f6c1e11"}\n')
     (query / "offsets" / "0").write_text("v1\nnot an offset log entry\n")  # damaged
+    (tmp_path / "tmp").mkdir()
     result = run_cli(
-        "run", "--config", config, "--once", cwd=tmp_path, spark_conf_dir=spark_conf_dir
+        "run",
+        "--config",
+        config,
+        "--once",
+        cwd=tmp_path,
+        spark_conf_dir=spark_conf_dir,
+        env={"TMPDIR": str(tmp_path / "tmp")},
     )
     assert result.returncode == 1, (result.returncode, result.stderr[-3000:])
     (line,) = result.stderr.splitlines()  # Spark's own lines went to a file, named here
     assert line.startswith("segcompact: error: streaming query failed: "), line
     spark_output = re.search(r"\(Spark's output: (\S+segcompact-run-\d+\.log)\)", line)
     assert spark_output is not None, line
+    assert Path(spark_output[1]).parent == tmp_path / "tmp"  # kept after the failure
     assert "ERROR" in Path(spark_output[1]).read_text()  # what Spark said about it
 
 
