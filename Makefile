@@ -152,8 +152,8 @@ bench-cleaner: setup $(KAFKA_JARS)
 bench-fixed-cost: setup
 	$(BIN)/python -m tests.benchmarks.fixed_cost --idle-s 120
 
-# One-segment micro-batches on a state of 1 M and of 10 M keys, per table layout (partitioned,
-# deletion vectors, liquid clustering): per-batch time and Delta's MERGE metrics.
+# One-segment micro-batches on a state of 1 M and of 10 M keys, per table layout (segcompact's
+# deletion vectors, files rewritten, liquid clustering): per-batch time and Delta's MERGE metrics.
 bench-steady: setup
 	$(BIN)/python -m tests.benchmarks.steady
 

@@ -1,7 +1,7 @@
 """Steady state: one-segment micro-batches on top of a large state, per table layout.
 
     python -m tests.benchmarks.steady --keys 1000000 --keys 10000000 [--batches 20]
-        [--updates 20000] [--partitions 8] [--layout partitioned --layout deletion-vectors ...]
+        [--updates 20000] [--partitions 8] [--layout default --layout rewrite ...]
 
 For each number of keys a log is generated once and cached under ``--workdir``
 (``tests/support/column_log.py``): one topic of ``--partitions`` partitions holding every key
@@ -17,10 +17,11 @@ Then for each layout of the state table, in one Spark session:
    progress (``triggerExecution``), and Delta's metrics of each state MERGE read from the
    table's history (files removed and added, rows copied, deletion vectors added).
 
-Layouts: ``partitioned`` (what segcompact creates: partitioned by topic and partition),
-``deletion-vectors`` (the same with ``delta.enableDeletionVectors``) and ``clustered`` (liquid
-clustering by topic and partition, with deletion vectors). The state table is created before
-the base for the last two; segcompact keeps an existing table's layout.
+Layouts: ``default`` (what segcompact creates: partitioned by topic and partition, with
+deletion vectors and auto compaction), ``rewrite`` (partitioned, without deletion vectors: each
+MERGE rewrites the files of the partitions it touches; segcompact's default before) and
+``clustered`` (liquid clustering by topic and partition, with deletion vectors). The state table
+is created before the base for the last two; segcompact keeps an existing table's layout.
 
 The issue's target: the median micro-batch at 10 M keys within 1.3x of the one at 1 M. Every
 state is checked against the generator's (rows, tombstones, sum of offsets). Time comes from a
@@ -192,12 +193,11 @@ def _create(by: str, properties: dict[str, str]) -> Callable[[SparkSession, str]
     return create
 
 
-_DV = {"delta.enableDeletionVectors": "true"}
 # The state table made before segcompact starts (None: segcompact creates it).
 LAYOUTS: dict[str, Callable[[SparkSession, str], None] | None] = {
-    "partitioned": None,
-    "deletion-vectors": _create("partition", _DV),
-    "clustered": _create("cluster", _DV),
+    "default": None,
+    "rewrite": _create("partition", {}),
+    "clustered": _create("cluster", {"delta.enableDeletionVectors": "true"}),
 }
 
 

@@ -13,8 +13,8 @@ from tests.benchmarks import steady
 pytestmark = [pytest.mark.benchmark, pytest.mark.spark]
 
 BATCHES = 2
-# The plain layout, and one with deletion vectors (liquid clustering: made the same way).
-LAYOUTS = ("partitioned", "clustered")
+# segcompact's layout (deletion vectors), and the one that rewrites files (made as clustering is).
+LAYOUTS = ("default", "rewrite")
 
 
 def test_steady_benchmark_smoke(tmp_path: Path, spark: SparkSession) -> None:
@@ -38,7 +38,7 @@ def test_steady_benchmark_smoke(tmp_path: Path, spark: SparkSession) -> None:
             # An update segment holds one partition: the MERGE reads and changes only its files.
             assert m["numTargetRowsUpdated"] > 0, (where, m)
             assert m["numTargetRowsInserted"] == 0, (where, m)
-            if r["layout"] == "partitioned":
+            if r["layout"] == "rewrite":
                 assert m["numTargetFilesRemoved"] == 1 and m["numTargetFilesAdded"] >= 1, m
                 assert m["numTargetDeletionVectorsAdded"] == 0, m
             else:
