@@ -21,7 +21,9 @@ class QueryLog:
         self.fs: FileSystem
         self.fs, self.location = storage.resolve(location)
 
-    def _batches(self, kind: str) -> list[int]:
+    def batches(self, kind: str) -> list[int]:
+        """The micro-batches with a file in ``kind`` (``offsets``: planned, ``commits``: done),
+        in order."""
         folder = self.fs.join(self.location, kind)
         if not self.fs.exists(folder):
             return []
@@ -29,11 +31,11 @@ class QueryLog:
 
     def last_commit(self) -> int | None:
         """The last micro-batch that finished; None before the first."""
-        return max(self._batches("commits"), default=None)
+        return max(self.batches("commits"), default=None)
 
     def last_planned(self) -> int | None:
         """The last micro-batch whose offsets were written; None before the first."""
-        return max(self._batches("offsets"), default=None)
+        return max(self.batches("offsets"), default=None)
 
     def end_seq(self, batch: int) -> int:
         """The source seq a planned micro-batch ends at (its segments' last)."""

@@ -28,12 +28,13 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from segcompact.backlog import QueryLog
 from segcompact.compaction.model import LogRecord, ReferenceModel, StateRow, read_log_records
 from segcompact.config import CompactorConfig, load_config
 from segcompact.format.attributes import Compression
 from segcompact.publication import Output, Publication
 from segcompact.samples import generate_partition
-from segcompact.storage import LocalInputFile
+from segcompact.storage import LocalInputFile, Storage
 from tests.support import config as support_config
 
 RETENTION_MS = 3_600_000
@@ -291,11 +292,7 @@ class Checkpoint:
         return cls(Path(load_config(config_path).stream.checkpoint) / "query")
 
     def _batches(self, kind: str) -> set[int]:
-        try:
-            names = os.listdir(self.folder / kind)
-        except FileNotFoundError:
-            return set()
-        return {int(n) for n in names if n.isdigit()}
+        return set(QueryLog(str(self.folder), Storage()).batches(kind))
 
     def offsets(self) -> set[int]:
         return self._batches("offsets")
