@@ -375,6 +375,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark_conf.mkdir(exist_ok=True)
 
     rnd = random.Random(args.seed)
+    (work / "in").mkdir(exist_ok=True)  # the log dir, there before the job (which checks it)
     producer = Producer(work / "in", work / "staging", rnd, args.keys, args.delete_fraction)
     problems: list[str] = []
     run: dict[str, Any] = {"minutes": args.minutes}
