@@ -35,7 +35,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from segcompact import delta_native
 from segcompact.clock import CLOCK_VARIABLE
 from segcompact.config import CompactorConfig, load_config
 from segcompact.erasure.keyhash import SECRET_VARIABLE
@@ -43,6 +42,7 @@ from tests.e2e.harness import (
     Background,
     Log,
     _topic_settings,
+    delta_rows,
     output_records,
     write_config,
     write_log,
@@ -205,20 +205,13 @@ _MOVED = ("version",)
 
 def _comparable(config: CompactorConfig, table: str) -> list[tuple[Any, ...]]:
     """A table's rows, sorted, without what a killed attempt moves; read by delta-rs."""
-    data = _read(config, table)
+    data = delta_rows(config, table)
     keep = [
         f.name
         for f in data.schema
         if not pa.types.is_timestamp(f.type) and not any(m in f.name for m in _MOVED)
     ]
     return sorted((tuple(r.values()) for r in data.select(keep).to_pylist()), key=repr)
-
-
-def _read(config: CompactorConfig, table: str) -> pa.Table:
-    options = config.storage.delta_options(table)
-    rows = delta_native.read(delta_native.open_table(table, options), None, None)
-    assert rows is not None, f"delta-rs cannot read {table}"
-    return rows
 
 
 def differences(reference: Job, chaos: Job) -> list[str]:
@@ -256,7 +249,7 @@ def chaos(
 
     def count_young(step: Step) -> None:
         config = reference.config
-        young[step.name] = _read(config, config.state.young_table).num_rows
+        young[step.name] = delta_rows(config, config.state.young_table).num_rows
 
     durations = uninterrupted(reference, count_young)
     assert young["run (second half)"] > 0, f"no young record to graduate: {young}"

@@ -26,8 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import SparkSession
 
+from segcompact import delta_native
 from segcompact.backlog import QueryLog
 from segcompact.compaction.model import LogRecord, ReferenceModel, StateRow, read_log_records
 from segcompact.config import CompactorConfig, load_config
@@ -350,6 +352,14 @@ def _ms(value: Any) -> int | None:
 
 def _b(value: Any) -> bytes | None:
     return None if value is None else bytes(value)
+
+
+def delta_rows(config: CompactorConfig, table: str) -> pa.Table:
+    """Every live row of one of ``config``'s tables, read by delta-rs (no Spark; on S3 too)."""
+    options = config.storage.delta_options(table)
+    rows = delta_native.read(delta_native.open_table(table, options), None, None)
+    assert rows is not None, f"delta-rs cannot read {table}"
+    return rows
 
 
 def state_table(spark: SparkSession, config: CompactorConfig) -> dict[StateKey, dict[str, Any]]:

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from segcompact import delta_native
 from segcompact.compaction.model import read_log_records
 from segcompact.config import CompactorConfig, load_config
 from segcompact.format.batch import V2_HEADER_SIZE, build_batch
@@ -31,6 +30,7 @@ from tests.e2e.harness import (
     Partition,
     StateKey,
     cli_env,
+    delta_rows,
     model_of,
     model_output,
     model_state,
@@ -86,10 +86,7 @@ def _upload(minio: MinioServer, bucket: str, log: Log, count: int) -> None:
 
 def _state(config: CompactorConfig) -> dict[StateKey, dict[str, Any]]:
     """The state table read by delta-rs straight from S3."""
-    options = config.storage.delta_options(config.state.table)
-    table = delta_native.read(delta_native.open_table(config.state.table, options), None, None)
-    assert table is not None, "delta-rs reads the state table on S3"
-    rows = table.to_pylist()
+    rows = delta_rows(config, config.state.table).to_pylist()
     out: dict[StateKey, dict[str, Any]] = {}
     for r in rows:
         out[(r["topic"], r["partition"], r["key"])] = {
