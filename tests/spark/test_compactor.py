@@ -195,6 +195,9 @@ def test_a_steady_batch_makes_two_delta_commits_and_an_idle_run_no_spark_job(
     s.arrive([("by-offset", 0, seg) for seg in segments[:-1]] + [("by-offset", 1, other[0])])
     tables = s.compactor.tables.all()
     before = {name: t.version(spark) for name, t in tables.items()}
+    # The batch's partitions were new: their rows were appended, not merged into nothing.
+    first = spark.sql(f"DESCRIBE HISTORY delta.`{s.config.state.partitions_table}`")
+    assert [r.operation for r in first.where("version = 1").collect()] == ["WRITE"]
 
     s.arrive([("by-offset", 0, segments[-1])])  # one more segment, nothing due
 

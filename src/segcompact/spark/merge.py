@@ -172,12 +172,14 @@ class BatchMerger:
                     young = young.unionByName(committed.where(F.col("topic").isin(held)))
                 self.tables.young.append(young, app_id=f"{self.app_id}-young", version=batch_id)
                 self._young_may_hold = True
-            with (
-                timed(log, "partitions MERGE"),
-                idempotent_writes(self.spark, (f"{self.app_id}-partitions", batch_id)),
-                session_settings(self.spark, SOURCE_AS_IS),
-            ):
-                self._merge_partitions(stats, now, sorted(sla_topics(topics).keys() & direct))
+            with timed(log, "partitions MERGE"):
+                self._merge_partitions(
+                    stats,
+                    now,
+                    sorted(sla_topics(topics).keys() & direct),
+                    write=(f"{self.app_id}-partitions", batch_id),
+                    new=not known & {(r["topic"], r["partition"]) for r in stats},
+                )
             if txn is not None:
                 self.tables.pending.overwrite(
                     txn.pending, app_id=f"{self.app_id}-pending", version=batch_id
@@ -197,8 +199,18 @@ class BatchMerger:
     def _read_committed(self, records: DataFrame) -> Transactions:
         return read_committed(self.spark, self.tables.pending, records, _CANDIDATE_COLUMNS)
 
-    def _merge_partitions(self, stats: list[dict[str, Any]], now: int, erased: list[str]) -> None:
-        merge_batch_stats(self.spark, self.tables.partitions, stats, now, erased)
+    def _merge_partitions(
+        self,
+        stats: list[dict[str, Any]],
+        now: int,
+        erased: list[str],
+        *,
+        write: tuple[str, int],
+        new: bool,
+    ) -> None:
+        merge_batch_stats(
+            self.spark, self.tables.partitions, stats, now, erased, write=write, new=new
+        )
 
     def _known_partitions(self) -> set[tuple[str, int]]:
         """The partitions the partitions table holds: the state holds rows of no other (a

@@ -17,7 +17,13 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from segcompact.spark.tables import Table, timestamp
+from segcompact.spark.tables import (
+    SOURCE_AS_IS,
+    Table,
+    idempotent_writes,
+    session_settings,
+    timestamp,
+)
 
 # What one batch adds to a partition, in the order the rows of batch_stats hold them.
 _STATS_DDL = (
@@ -111,13 +117,18 @@ def merge_batch_stats(
     stats: list[dict[str, Any]],
     now: int,
     erased: Sequence[str] = (),
+    *,
+    write: tuple[str, int],
+    new: bool = False,
 ) -> None:
-    """Add one batch's numbers to the partitions table (new partitions start at log start 0).
-    For the topics in ``erased`` (with a deletion SLA, merged straight into the state), the
-    batch's records start the erasure clock (``erasure_from``)."""
+    """Add one batch's numbers to the partitions table (new partitions start at log start 0),
+    once per idempotent-write pair ``write``. For the topics in ``erased`` (with a deletion
+    SLA, merged straight into the state), the batch's records start the erasure clock
+    (``erasure_from``). ``new``: the table holds a row of none of the batch's partitions, so
+    the rows are appended (a MERGE into nothing costs a join for no match)."""
     source = spark.createDataFrame(
         [tuple(r[name] for name in _STATS_COLUMNS) for r in stats], _STATS_DDL
-    )
+    ).alias("s")
     appended = F.when(
         F.col("s.topic").isin(list(erased)),
         F.least(F.col("s.first_dirty_timestamp"), timestamp(now)),
@@ -129,42 +140,51 @@ def merge_batch_stats(
     def s(name: str) -> Column:
         return F.col(f"s.{name}")
 
-    summed = ("dirty_bytes", "segments", "records", "keyless_records", "bad_version_headers")
     never = F.lit(None)
-    (
-        table.delta(spark)
-        .alias("t")
-        .merge(source.alias("s"), "t.topic = s.topic AND t.partition = s.partition")
-        .whenMatchedUpdate(
-            set={
-                **{name: t(name) + s(name) for name in summed},
-                "log_end_offset": F.greatest(t("log_end_offset"), s("log_end_offset")),
-                "first_dirty_timestamp": F.least(
-                    t("first_dirty_timestamp"), s("first_dirty_timestamp")
-                ),
-                "first_dirty_appended_at": F.coalesce(t("first_dirty_appended_at"), timestamp(now)),
-                "uncleanable_reason": F.coalesce(t("uncleanable_reason"), s("uncleanable_reason")),
-                "compression": F.coalesce(s("compression"), t("compression")),
-                "updated_at": timestamp(now),
-                "erasure_from": F.least(t("erasure_from"), appended),
-            }
+    inserted = {
+        **{name: s(name) for name in _STATS_COLUMNS},
+        "log_start_offset": F.lit(0).cast("long"),
+        "first_dirty_appended_at": timestamp(now),
+        "clean_bytes": F.lit(0).cast("long"),
+        "last_materialized_at": never.cast("timestamp"),
+        "materialized_version": never.cast("long"),
+        "materialized_log_start": never.cast("long"),
+        "output_next_horizon": never.cast("timestamp"),
+        "updated_at": timestamp(now),
+        "erasure_from": appended,
+    }
+    if new:
+        app_id, version = write
+        rows = source.select(*(inserted[name].alias(name) for name in table.schema.fieldNames()))
+        table.append(rows, app_id=app_id, version=version)
+        return
+    summed = ("dirty_bytes", "segments", "records", "keyless_records", "bad_version_headers")
+    with idempotent_writes(spark, write), session_settings(spark, SOURCE_AS_IS):
+        (
+            table.delta(spark)
+            .alias("t")
+            .merge(source, "t.topic = s.topic AND t.partition = s.partition")
+            .whenMatchedUpdate(
+                set={
+                    **{name: t(name) + s(name) for name in summed},
+                    "log_end_offset": F.greatest(t("log_end_offset"), s("log_end_offset")),
+                    "first_dirty_timestamp": F.least(
+                        t("first_dirty_timestamp"), s("first_dirty_timestamp")
+                    ),
+                    "first_dirty_appended_at": F.coalesce(
+                        t("first_dirty_appended_at"), timestamp(now)
+                    ),
+                    "uncleanable_reason": F.coalesce(
+                        t("uncleanable_reason"), s("uncleanable_reason")
+                    ),
+                    "compression": F.coalesce(s("compression"), t("compression")),
+                    "updated_at": timestamp(now),
+                    "erasure_from": F.least(t("erasure_from"), appended),
+                }
+            )
+            .whenNotMatchedInsert(values={**inserted})
+            .execute()
         )
-        .whenNotMatchedInsert(
-            values={
-                **{name: s(name) for name in _STATS_COLUMNS},
-                "log_start_offset": F.lit(0).cast("long"),
-                "first_dirty_appended_at": timestamp(now),
-                "clean_bytes": F.lit(0).cast("long"),
-                "last_materialized_at": never.cast("timestamp"),
-                "materialized_version": never.cast("long"),
-                "materialized_log_start": never.cast("long"),
-                "output_next_horizon": never.cast("timestamp"),
-                "updated_at": timestamp(now),
-                "erasure_from": appended,
-            }
-        )
-        .execute()
-    )
 
 
 def mark_erasure(spark: SparkSession, table: Table, appended: DataFrame, now: int) -> None:
