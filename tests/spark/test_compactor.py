@@ -127,6 +127,10 @@ class Scenario:
         )
 
 
+def one_per_key(s: Scenario) -> dict[tuple[str, int], bool]:
+    return {(r["topic"], r["partition"]): r["one_per_key"] for r in s.compactor.merger.last_stats}
+
+
 def test_streaming_state_matches_the_reference_model(spark: SparkSession, tmp_path: Path) -> None:
     rnd = random.Random(20261122)
     logs = {
@@ -193,6 +197,9 @@ def test_a_steady_batch_makes_two_delta_commits_and_an_idle_run_no_spark_job(
     other = generate_partition(random.Random(12), codec=Compression.LZ4)
     # Creates the tables, materialises both partitions.
     s.arrive([("by-offset", 0, seg) for seg in segments[:-1]] + [("by-offset", 1, other[0])])
+    s.check()
+    # One segment of a partition left one candidate per key; several need a reduction.
+    assert one_per_key(s) == {("by-offset", 0): False, ("by-offset", 1): True}
     tables = s.compactor.tables.all()
     before = {name: t.version(spark) for name, t in tables.items()}
     # The batch's partitions were new: their rows were appended, not merged into nothing.
@@ -202,6 +209,7 @@ def test_a_steady_batch_makes_two_delta_commits_and_an_idle_run_no_spark_job(
     s.arrive([("by-offset", 0, segments[-1])])  # one more segment, nothing due
 
     s.check()
+    assert one_per_key(s) == {("by-offset", 0): True}  # its rows are the winners as they are
     commits = {name: t.version(spark) - before[name] for name, t in tables.items()}
     assert commits == {"state": 1, "young": 0, "partitions": 1, "pending": 0, "ledger": 0}
     # The state MERGE read only the batch's partition's files: its metrics say so.

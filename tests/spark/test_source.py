@@ -238,6 +238,7 @@ def test_schema_shares_the_kafka_source_columns(spark: SparkSession, tmp_path: P
         "segment_bytes",
         "error",
         "folded_records",
+        "one_per_key",
     ]
 
 
@@ -274,20 +275,24 @@ def test_compaction_option_keeps_what_can_still_win_and_counts_the_rest(
 
     run = _available_now(spark, root, tmp_path / "reduced", **options)
 
-    # orders-0/0 holds keys 0, 1, 2, 0, 1 at offsets 0..4: the latest of each stays, and offset
-    # 0, the earliest record (the partition's first dirty timestamp); offset 1 is left out.
+    # orders-0/0 holds keys 0, 1, 2, 0, 1 at offsets 0..4: the latest of each stays; offsets 0
+    # and 1 are left out, the earliest timestamp of them on the summary row.
     kept = {(r.topic, r.segment_base): [] for r in run.records}
     for r in sorted(run.records, key=lambda r: r.offset):
         kept[(r.topic, r.segment_base)].append(r.offset)
     assert kept == {
-        ("orders", 0): [0, 2, 3, 4],
-        ("orders", 10): [10, 11, 12, 13],
+        ("orders", 0): [2, 3, 4],
+        ("orders", 10): [11, 12, 13],
         ("pay-ments", 0): [0, 1, 2],
     }
     folded = {(r.topic, r.batch_base_offset): r.folded_records for r in run.rows if r.segment_end}
-    assert folded == {("orders", 0): 1, ("orders", 10): 0, ("pay-ments", 0): 0}
+    assert folded == {("orders", 0): 2, ("orders", 10): 1, ("pay-ments", 0): 0}
     assert {r.folded_records for r in plain.rows} == {None}
     assert len(run.records) + sum(folded.values()) == len(plain.records)
+    summary = next(r for r in run.rows if r.segment_end and r.batch_base_offset == 0)
+    assert summary.timestamp == datetime.fromtimestamp(1_700_000_000, UTC).replace(tzinfo=None)
+    assert summary.one_per_key is True  # the offset strategy, one round
+    assert {r.one_per_key for r in plain.rows} == {None}
     kept_rows = {(r.topic, r.offset): r for r in run.records}
     assert all(kept_rows.get((r.topic, r.offset), r) == r for r in plain.records)
 
@@ -569,10 +574,10 @@ def test_a_segment_reduced_in_two_passes_stops_at_its_corrupt_batch_too(
     (summary,) = out[-1].to_pylist()
     assert "base offset 30: CRC mismatch" in summary["error"] and summary["offset"] == 29
     assert len(set(kept)) == len(kept) and set(kept) <= set(range(30))
-    assert {0, 27, 28, 29} <= set(kept)  # the earliest, and each key's latest
+    assert {27, 28, 29} <= set(kept)  # each key's latest
     assert summary["folded_records"] == 30 - len(kept)
     if chunk_bytes == 1 << 20:
-        assert sorted(kept) == [0, 27, 28, 29]
+        assert sorted(kept) == [27, 28, 29]
 
 
 def test_small_segments_share_a_task_and_a_big_one_goes_alone() -> None:

@@ -68,7 +68,7 @@ def reduce(
     ranking: Ranking,
     budget: int = 1 << 30,
     pure: bool = False,
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[dict[str, Any]], SegmentReducer]:
     reducer = SegmentReducer(ranking, budget_bytes=budget, pure=pure)
     out: list[pa.RecordBatch] = []
     for rows in chunks:
@@ -82,7 +82,7 @@ def reduce(
     kept = [r for b in out for r in b.to_pylist()]
     for r in kept:
         r["timestamp"] = int(r["timestamp"].timestamp() * 1000)
-    return kept, reducer.folded
+    return kept, reducer
 
 
 def spark_candidate(r: dict[str, Any]) -> bool:
@@ -150,20 +150,28 @@ def test_reduction_keeps_every_winner_for_every_log_start_and_every_count(
     chunks: list[list[dict[str, Any]]], strategy: CompactionStrategy, budget: int, pure: bool
 ) -> None:
     rows = [r for c in chunks for r in c]
-    kept, folded = reduce(chunks, Ranking(strategy.value, VERSION), budget, pure)
+    kept, reducer = reduce(chunks, Ranking(strategy.value, VERSION), budget, pure)
     starts = {0, *(r["offset"] for r in rows), max((r["offset"] for r in rows), default=0) + 1}
     for log_start in sorted(starts):
         assert winners(kept, strategy, log_start) == winners(rows, strategy, log_start), log_start
     # Every raw row stays once; every record is either kept or counted as folded.
     raw = [r for r in rows if not spark_candidate(r)]
     assert [r for r in kept if not spark_candidate(r)] == raw
-    assert len(kept) + folded == len(rows)
-    assert folded >= 0 and len({r["offset"] for r in kept}) == len(kept)
+    assert len(kept) + reducer.folded == len(rows)
+    assert reducer.folded >= 0 and len({r["offset"] for r in kept}) == len(kept)
     data = [r for r in rows if not r["is_control"]]
     kept_data = [r for r in kept if not r["is_control"]]
-    assert min((r["timestamp"] for r in kept_data), default=None) == min(
+    # The earliest timestamp is kept, or on the summary row (the column's µs) if folded.
+    earliest = [reducer.earliest // 1000] if reducer.folded and reducer.earliest is not None else []
+    assert min([r["timestamp"] for r in kept_data] + earliest, default=None) == min(
         (r["timestamp"] for r in data), default=None
     )
+    # One candidate per key when the reducer says so (the offset strategy, in one round).
+    candidates = [r["key"] for r in kept if spark_candidate(r)]
+    if reducer.one_per_key:
+        assert len(set(candidates)) == len(candidates)
+    if strategy is CompactionStrategy.OFFSET and budget == 1 << 30:
+        assert reducer.one_per_key
     assert max((r["offset"] for r in kept_data), default=None) == max(
         (r["offset"] for r in data), default=None
     )
@@ -171,22 +179,22 @@ def test_reduction_keeps_every_winner_for_every_log_start_and_every_count(
 
 def test_offset_strategy_keeps_the_latest_record_per_key_only() -> None:
     rows = [record(o, key=b"ab"[o % 2 : o % 2 + 1], timestamp=10 - o) for o in range(10)]
-    kept, folded = reduce([rows[:4], rows[4:]], Ranking())
+    kept, reducer = reduce([rows[:4], rows[4:]], Ranking())
     assert sorted(r["offset"] for r in kept) == [8, 9]
-    assert folded == 8
+    assert reducer.folded == 8
 
 
 def test_timestamp_strategy_keeps_the_front_for_a_later_log_start() -> None:
     # Offsets 0..3 of one key, timestamps 9, 5, 7, 1: records 0, 2 and 3 can each still win.
     rows = [record(o, timestamp=t) for o, t in enumerate([9, 5, 7, 1])]
-    kept, folded = reduce([rows], Ranking(CompactionStrategy.TIMESTAMP.value))
-    assert [r["offset"] for r in kept] == [0, 2, 3] and folded == 1
+    kept, reducer = reduce([rows], Ranking(CompactionStrategy.TIMESTAMP.value))
+    assert [r["offset"] for r in kept] == [0, 2, 3] and reducer.folded == 1
 
 
 def test_a_topic_with_a_lag_passes_every_record_through() -> None:
     rows = [record(o) for o in range(5)]
-    kept, folded = reduce([rows], Ranking(raw=True))
-    assert [r["offset"] for r in kept] == list(range(5)) and folded == 0
+    kept, reducer = reduce([rows], Ranking(raw=True))
+    assert [r["offset"] for r in kept] == list(range(5)) and reducer.folded == 0
 
 
 @settings(max_examples=200, deadline=None)
@@ -264,8 +272,9 @@ def test_fronts_refuse_offsets_that_do_not_rise() -> None:
 def test_a_segment_whose_offsets_fall_leaves_as_it_is_from_there() -> None:
     first = [record(o, key=b"a") for o in range(4)]
     damaged = [record(2, key=b"a"), record(9, key=b"a")]
-    kept, folded = reduce([first, damaged], Ranking())
-    assert [r["offset"] for r in kept] == [3, 0, 2, 9] and folded == 2
+    kept, reducer = reduce([first, damaged], Ranking())
+    assert [r["offset"] for r in kept] == [3, 2, 9] and reducer.folded == 3
+    assert reducer.earliest == 0 and not reducer.one_per_key
     for log_start in range(11):
         assert winners(kept, CompactionStrategy.OFFSET, log_start) == winners(
             first + damaged, CompactionStrategy.OFFSET, log_start
@@ -322,8 +331,8 @@ def test_a_segment_whose_survivors_do_not_fit_is_read_twice_and_still_reduced() 
     second = [b for c in chunks for b in reducer.again(batch(c))]
     assert reducer.rescanned
     kept = sorted(r["offset"] for b in second for r in b.to_pylist())
-    assert kept == [0, *range(2000, 4000)]  # and the earliest candidate, as always
-    assert reducer.folded == 4000 - 1 - 2001
+    assert kept == list(range(2000, 4000))
+    assert reducer.folded == 4000 - 1 - 2000 and reducer.one_per_key
 
 
 def test_a_fronts_peak_counts_the_table_it_would_grow_into() -> None:

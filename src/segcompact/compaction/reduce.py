@@ -8,9 +8,12 @@ builds its offset map: what leaves the task is what compaction can still use.
 - Every other record stays as it is (raw): transactional ones until their marker decides them,
   control records, keyless ones and unreadable versions (which the merge counts), and every
   record of a topic with ``min.compaction.lag.ms`` (the young table keeps them raw).
-- The earliest candidate (by timestamp) stays too, so the partition's first dirty timestamp is
-  unchanged; :attr:`SegmentReducer.folded` counts the candidates left out, which the summary row
-  carries so the partition's record count is unchanged.
+- :attr:`SegmentReducer.earliest` is the earliest candidate's timestamp and
+  :attr:`SegmentReducer.folded` counts the candidates left out; the summary row carries both, so
+  the partition's first dirty timestamp and record count are unchanged.
+- :attr:`SegmentReducer.one_per_key` says whether at most one candidate per key left (the offset
+  strategy in one round): the merge then needs no reduction across the rows of a partition
+  whose batch holds this segment only.
 
 Memory is bounded by ``budget_bytes`` (and a chunk), as Kafka's cleaner bounds its offset map
 and reads a segment twice. While the rows on the fronts fit a quarter of the budget, they are
@@ -113,16 +116,17 @@ class SegmentReducer:
         self.budget_bytes = budget_bytes
         self.pure = pure
         self.folded = 0  # candidates left out
+        self.earliest: int | None = None  # the earliest candidate's timestamp (the column's unit)
+        self._rounds = 0  # rounds that had candidates
         self._seen = 0  # records added: the next one's id
         self._last_offset: int | None = None
         # From this id on every record leaves as it is (a lagged topic: all of them).
         self._as_is_from: int | None = 0 if ranking.raw else None
         # The second pass: from ``_rescan_from`` on, candidates leave where ``_decided`` (one
-        # flag per record from there) or ``_extra`` say; from ``_raw_from`` on, the others too.
+        # flag per record from there) says; from ``_raw_from`` on, the others too.
         self._rescan_from: int | None = None
         self._raw_from = 0
         self._decided: list[NDArray[np.bool_]] = []
-        self._extra: list[int] = []
         self._again = 0  # records of the second pass so far
         # Held rows are filtered again when their bytes pass this, which then doubles: each
         # row is checked a bounded number of times on average.
@@ -133,6 +137,14 @@ class SegmentReducer:
     def rescan(self) -> bool:
         """Whether the segment must be decoded again (after :meth:`finish`)."""
         return self._rescan_from is not None
+
+    @property
+    def one_per_key(self) -> bool:
+        """Whether at most one candidate per key left the segment (after :meth:`finish`): the
+        offset strategy keeps one per key in a round; any other, a second round, or offsets
+        that do not rise may leave several."""
+        rounds = self._rounds <= 1 and self._as_is_from in (None, 0)
+        return rounds and self.ranking.strategy == CompactionStrategy.OFFSET.value
 
     @property
     def rescanned(self) -> bool:
@@ -147,8 +159,6 @@ class SegmentReducer:
         # Candidates that were on a front when held, with their ids (first pass, holding).
         self._held: list[tuple[pa.RecordBatch, NDArray[np.int64]]] = []
         self._held_bytes = 0
-        self._earliest: tuple[pa.RecordBatch, int] | None = None  # the earliest candidate
-        self._earliest_ts = 0
 
     def add(self, chunk: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         """Take one decoded chunk; yield the rows that leave now."""
@@ -179,7 +189,7 @@ class SegmentReducer:
         if not candidate.any():
             return
         self._candidates += int(np.count_nonzero(candidate))
-        self._track_earliest(chunk, candidate, first)
+        self._track_earliest(chunk, candidate)
         if not self.rescan:
             keep = np.frombuffer(alive, np.bool_)
             self._hold(chunk.filter(pa.array(keep)), first + np.flatnonzero(keep))
@@ -195,8 +205,8 @@ class SegmentReducer:
                 )
 
     def finish(self) -> Iterator[pa.RecordBatch]:
-        """The rows still on a front, and the earliest candidate (or, with :attr:`rescan`,
-        what the second pass needs to know of them)."""
+        """The rows still on a front (or, with :attr:`rescan`, what the second pass needs to
+        know of them)."""
         yield from self._end_round()
         if self.rescan:
             self._decided = [np.concatenate(self._decided)]
@@ -216,7 +226,6 @@ class SegmentReducer:
         lo, hi = max(first, self._rescan_from), min(self._again, self._rescan_from + len(decided))
         if lo < hi:
             keep[lo - first : hi - first] = decided[lo - self._rescan_from : hi - self._rescan_from]
-        keep[np.isin(ids, self._extra)] = True
         keep &= candidate
         keep |= (ids >= self._raw_from) & ~candidate
         if self._as_is_from is not None:
@@ -262,11 +271,9 @@ class SegmentReducer:
             self._hold(rows.filter(pa.array(keep)), ids[keep])
 
     def _end_round(self) -> Iterator[pa.RecordBatch]:
-        """Emit what is on the fronts and the earliest candidate, or mark them for the second
-        pass; start a new round."""
-        earliest_left = (
-            self._earliest is not None and not self._alive(np.array([self._earliest[1]]))[0]
-        )
+        """Emit what is on the fronts, or mark it for the second pass; start a new round."""
+        if self._candidates:
+            self._rounds += 1
         if self.rescan:
             # One flag per record of the round; records the front never had (they left as
             # they are) are not on it.
@@ -276,31 +283,18 @@ class SegmentReducer:
                 decided[start:stop] = self._alive(self._round_start + np.arange(start, stop))
             self._decided.append(decided)
             emitted = len(self._front)  # the candidates on it
-            if earliest_left:
-                assert self._earliest is not None
-                self._extra.append(self._earliest[1])
-                emitted += 1
         else:
             self._refilter()
             emitted = 0
             for rows, _ in self._held:
                 emitted += rows.num_rows
                 yield rows
-            if earliest_left:
-                assert self._earliest is not None
-                emitted += 1
-                yield self._earliest[0]
         self.folded += self._candidates - emitted
         self._start_round()
 
-    def _track_earliest(
-        self, chunk: pa.RecordBatch, candidate: NDArray[np.bool_], base: int
-    ) -> None:
-        ts = np.where(candidate, _int64(chunk.column("timestamp")), np.iinfo(np.int64).max)
-        i = int(np.argmin(ts))
-        if self._earliest is None or ts[i] < self._earliest_ts:
-            # A copy: a slice would keep the whole chunk's buffers alive.
-            self._earliest, self._earliest_ts = (chunk.take(pa.array([i])), base + i), int(ts[i])
+    def _track_earliest(self, chunk: pa.RecordBatch, candidate: NDArray[np.bool_]) -> None:
+        first = int(_int64(chunk.column("timestamp"))[candidate].min())
+        self.earliest = first if self.earliest is None else min(self.earliest, first)
 
 
 def ranks(

@@ -108,10 +108,10 @@ class BatchMerger:
     def process(self, batch: DataFrame, batch_id: int) -> None:
         """Apply one micro-batch.
 
-        The batch is not cached whole: one pass decodes it and reduces it to one row per key
-        (that key's winning non-transactional record, with the partition's numbers in partial
-        sums), which is cached and is small. Lagged topics' young rows, and transactional
-        records when there are any, take one more pass each.
+        The batch is not cached whole: one pass decodes it (the source reduces each segment in
+        its task) and caches per row the candidate record, if it is one, and the row's share of
+        the partition's numbers. Lagged topics' young rows, and transactional records when
+        there are any, take one more pass each.
         """
         if batch.rdd.getNumPartitions() == 0:
             return  # no segment: a new checkpoint's first batch (Spark runs it on nothing)
@@ -134,6 +134,8 @@ class BatchMerger:
             winners = reduced.where(F.col("w").isNotNull()).select(
                 "topic", "partition", "key", "w.*"
             )
+            # One candidate per key in every partition: the winners are the rows themselves.
+            one_per_key = all(r["one_per_key"] for r in stats if r["topic"] in direct)
             # Without a transactional record or marker in the batch, nothing pending is decided.
             txn = self._read_committed(records) if any(r["txn_records"] for r in stats) else None
             committed = None
@@ -152,7 +154,7 @@ class BatchMerger:
                     pairs,
                     state_write=(f"{self.app_id}-state", batch_id),
                     ledger_write=(f"{self.app_id}-ledger", batch_id),
-                    one_per_key=committed is None,  # the reduction's winners, cached
+                    one_per_key=one_per_key and committed is None,
                     fresh=[tp for tp in pairs if tp not in known],
                 )
             if held:
@@ -225,18 +227,16 @@ class BatchMerger:
         )
 
     def _reduce(self, batch: DataFrame, starts: DataFrame) -> DataFrame:
-        """One row per (topic, partition, key) of the batch: in ``w`` the key's winning record
-        among the non-transactional ones above the log start of topics without a lag (null if
-        none), and the partition's numbers as partial sums (``partitions.partial_sums``). Rules
-        are those of every configured topic, the defaults for the others."""
+        """Per row of the batch: in ``w`` its record if it is a candidate (keyed, not
+        transactional, at or above the log start, of a topic without a lag; null otherwise),
+        with its key, and its share of the partition's numbers (``partitions.partial_sums``).
+        Rules are those of every configured topic, the defaults for the others. No shuffle: the
+        source reduced each segment in its task, and a partition whose segment left one
+        candidate per key needs no reduction across rows (``batch_stats``' ``one_per_key``)."""
         configured, defaults = self.config.topics, self.config.defaults
         data = ~F.col("segment_end") & ~F.col("is_control")
-        # The source reduced each segment already (about one row per key): an aggregate before
-        # the shuffle would sort every row for nothing. Shuffled by key first, the rows are
-        # sorted once (1.3 s less of 9.6 at 1 M keys, 8 segments).
-        by_key = batch.repartition("topic", "partition", "key")
         rows = self._classify(
-            by_key.join(F.broadcast(starts), ["topic", "partition"], "left"), configured, defaults
+            batch.join(F.broadcast(starts), ["topic", "partition"], "left"), configured, defaults
         )
         plain = data & ~F.col("is_transactional") & _at_or_above_log_start()
         held = per_topic(
@@ -246,10 +246,12 @@ class BatchMerger:
             default=defaults,
         )
         candidate = plain & F.col("key").isNotNull() & ~held
-        rank = rank_by_topic(F.col("topic"), configured, default=defaults)
         winner = F.struct(*[F.col(c) for c in _KEYED_COLUMNS[3:]])
-        return rows.groupBy("topic", "partition", "key").agg(
-            F.max_by(F.when(candidate, winner), F.when(candidate, rank)).alias("w"),
+        return rows.select(
+            "topic",
+            "partition",
+            F.when(candidate, F.col("key")).alias("key"),
+            F.when(candidate, winner).alias("w"),
             *partial_sums(data, plain),
         )
 
@@ -384,8 +386,11 @@ class BatchMerger:
         best = records.withColumn("rank", rank_by_topic(topic, topics))
         if not one_per_key:
             fields = [F.col(c) for c in best.columns if c not in ("topic", "partition", "key")]
+            # Shuffled by key first, the rows are sorted once (no partial aggregate before the
+            # shuffle sorting every row for nothing).
             best = (
-                best.groupBy("topic", "partition", "key")
+                best.repartition("topic", "partition", "key")
+                .groupBy("topic", "partition", "key")
                 .agg(F.max_by(F.struct(*fields), F.col("rank")).alias("w"))
                 .select("topic", "partition", "key", "w.*")
             )

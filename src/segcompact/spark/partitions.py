@@ -1,9 +1,9 @@
 """The partitions table: what each micro-batch adds to a partition's numbers, and whether a
 partition is due for re-materialisation.
 
-A batch's numbers come in two steps: :func:`partial_sums` are aggregates computed per key in the
-merge's one pass over the decoded batch, :func:`batch_stats` adds them up per partition, and
-:func:`merge_batch_stats` adds those to the table. Whether a partition is due is
+A batch's numbers come in two steps: :func:`partial_sums` are a row's share of them, computed
+in the merge's one pass over the decoded batch, :func:`batch_stats` adds them up per partition,
+and :func:`merge_batch_stats` adds those to the table. Whether a partition is due is
 ``compaction.triggers.decision`` of its row.
 """
 
@@ -52,32 +52,36 @@ def of_partitions(partitions: Collection[tuple[str, int]], table: str = "") -> C
 
 
 def partial_sums(data: Column, plain: Column) -> list[Column]:
-    """Aggregates over a key's rows of a decoded batch (summary rows included) that
-    :func:`batch_stats` adds up per partition. ``data``: a data record (not a marker or a
-    summary row); ``plain``: a non-transactional data record at or above the log start."""
+    """A decoded batch's row's share (summary rows included) of the numbers :func:`batch_stats`
+    adds up per partition. ``data``: a data record (not a marker or a summary row); ``plain``: a
+    non-transactional data record at or above the log start."""
+    summary = F.col("segment_end")
+    # The source's in-task reduction counts the candidates it left out, and the earliest
+    # timestamp among them, on the summary row.
+    folded = summary & (F.coalesce(F.col("folded_records"), F.lit(0)) > 0)
     return [
-        F.max("batch_last_offset").alias("last_offset"),
-        F.sum("segment_bytes").alias("dirty_bytes"),
-        F.count(F.when(F.col("segment_end"), 1)).alias("segments"),
-        # Records the source's in-task reduction left out are counted on summary rows.
-        (F.count(F.when(data, 1)) + F.coalesce(F.sum("folded_records"), F.lit(0))).alias("records"),
-        F.min(F.when(data, F.col("timestamp"))).alias("first_dirty_timestamp"),
-        F.first(F.col("error"), ignorenulls=True).alias("uncleanable_reason"),
-        F.max(F.when(data, F.col("offset"))).alias("last_data_offset"),
-        F.max_by(F.when(data, F.col("compression")), F.when(data, F.col("offset"))).alias(
-            "compression"
-        ),
+        F.col("batch_last_offset").alias("last_offset"),
+        F.col("segment_bytes").alias("dirty_bytes"),
+        F.when(summary, 1).otherwise(0).alias("segments"),
+        F.when(data, 1).otherwise(F.coalesce(F.col("folded_records"), F.lit(0))).alias("records"),
+        F.when(data | folded, F.col("timestamp")).alias("first_dirty_timestamp"),
+        F.col("error").alias("uncleanable_reason"),
+        F.when(data, F.col("offset")).alias("last_data_offset"),
+        F.when(data, F.col("compression")).alias("compression"),
         # Transactional records and markers: without either, no pending record is decided.
-        F.count(F.when(~F.col("segment_end") & F.col("is_transactional"), 1)).alias("txn_records"),
-        F.count(F.when(plain & F.col("key").isNull(), 1)).alias("keyless_records"),
-        F.count(F.when(plain & F.col("bad_version"), 1)).alias("bad_version_headers"),
+        F.when(~summary & F.col("is_transactional"), 1).otherwise(0).alias("txn_records"),
+        F.when(plain & F.col("key").isNull(), 1).otherwise(0).alias("keyless_records"),
+        F.when(plain & F.col("bad_version"), 1).otherwise(0).alias("bad_version_headers"),
+        # Whether the segment's candidates are one per key (null: the plain record stream).
+        F.when(summary, F.coalesce(F.col("one_per_key"), F.lit(False))).alias("one_per_key"),
     ]
 
 
 def batch_stats(reduced: DataFrame) -> list[dict[str, Any]]:
     """Per partition of the batch, :func:`partial_sums` added up: what the partitions table
-    adds, the keyless and unreadable-version records among non-transactional ones, and how many
-    transactional records and markers the batch holds (``txn_records``)."""
+    adds, the keyless and unreadable-version records among non-transactional ones, how many
+    transactional records and markers the batch holds (``txn_records``), and whether its
+    candidates are one per key (``one_per_key``: one segment that says so)."""
     rows = (
         reduced.groupBy("topic", "partition")
         .agg(
@@ -91,6 +95,7 @@ def batch_stats(reduced: DataFrame) -> list[dict[str, Any]]:
             F.sum("txn_records").alias("txn_records"),
             F.sum("keyless_records").cast("long").alias("keyless_records"),
             F.sum("bad_version_headers").cast("long").alias("bad_version_headers"),
+            ((F.sum("segments") == 1) & F.bool_and("one_per_key")).alias("one_per_key"),
         )
         .collect()
     )

@@ -41,9 +41,11 @@ source names and types for the shared ones), then ``segment`` (the file), ``segm
 (``segment_end`` true): ``offset`` and ``batch_last_offset`` are the segment's last offset
 (-1 when it has no batch), ``batch_base_offset`` its base offset (from the file name),
 ``segment_bytes`` the bytes read as valid, ``error`` a one-line reason when the segment is
-corrupt or gone, ``folded_records`` the records the ``compaction`` reduction left out (null
-without it); key and value are null, headers empty, timestamp the epoch, and the other
-numeric columns -1 (``attributes``, ``is_transactional`` and ``is_control`` 0 / false).
+corrupt or gone; with ``compaction``, ``folded_records`` the records the reduction left out,
+``timestamp`` the earliest of its candidates' (the epoch without one) and ``one_per_key``
+whether at most one candidate per key came out (all three null or the epoch without it); key and
+value are null, headers empty, and the other numeric columns -1 (``attributes``,
+``is_transactional`` and ``is_control`` 0 / false).
 A corrupt segment yields its good records and the summary row and does not fail the query.
 
 Offsets are ``{"seq": N, "manifest": "<id>"}``: the first N entries of that manifest (no id
@@ -105,6 +107,7 @@ SPARK_SCHEMA = StructType(
         StructField("segment_bytes", LongType()),
         StructField("error", StringType()),
         StructField("folded_records", LongType()),  # on a summary row, with ``compaction``
+        StructField("one_per_key", BooleanType()),  # on a summary row, with ``compaction``
     ]
 )
 
@@ -307,7 +310,7 @@ def read_segment(
     except _UNREADABLE as e:
         yield _summary(part, -1, 0, _unreadable(part, e))
         return
-    folded = None
+    reduction = None
     if reducer is not None:
         for rows in reducer.finish():
             yield _records(rows, segment.base_offset)
@@ -323,9 +326,9 @@ def read_segment(
             except _UNREADABLE as e:
                 yield _summary(part, -1, 0, _unreadable(part, e))
                 return
-        folded = reducer.folded
+        reduction = reducer
     error = _describe(failure, segment.path) if failure else None
-    yield _summary(part, reader.last_offset, reader.valid_bytes, error, folded)
+    yield _summary(part, reader.last_offset, reader.valid_bytes, error, reduction)
 
 
 # What no retry mends: the partition is reported, not the task failed (nor, after Spark's
@@ -357,12 +360,17 @@ def _records(batch: pa.RecordBatch, segment_base: int) -> pa.RecordBatch:
         pa.nulls(n, pa.int64()),
         pa.nulls(n, pa.string()),
         pa.nulls(n, pa.int64()),
+        pa.nulls(n, pa.bool_()),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=_arrow_schema())
 
 
 def _summary(
-    part: ManifestEntry, last: int, valid_bytes: int, error: str | None, folded: int | None = None
+    part: ManifestEntry,
+    last: int,
+    valid_bytes: int,
+    error: str | None,
+    reducer: SegmentReducer | None = None,
 ) -> pa.RecordBatch:
     row: dict[str, Any] = {
         "key": None,
@@ -370,7 +378,7 @@ def _summary(
         "topic": part.file.topic,
         "partition": part.file.partition,
         "offset": last,
-        "timestamp": 0,
+        "timestamp": 0 if reducer is None or reducer.earliest is None else reducer.earliest,
         "timestampType": -1,
         "headers": [],
         "attributes": 0,
@@ -389,7 +397,8 @@ def _summary(
         "segment_end": True,
         "segment_bytes": valid_bytes,
         "error": error,
-        "folded_records": folded,
+        "folded_records": None if reducer is None else reducer.folded,
+        "one_per_key": None if reducer is None else reducer.one_per_key,
     }
     return pa.RecordBatch.from_pylist([row], schema=_arrow_schema())
 
