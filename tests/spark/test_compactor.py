@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import shutil
@@ -178,7 +179,8 @@ def test_same_segment_twice_changes_nothing(spark: SparkSession, tmp_path: Path)
             source=type(config.source)(paths=(str(tmp_path / "in"), str(copy)), rolled_only=False),
             state=config.state,
             output=config.output,
-            stream=config.stream,
+            # A checkpoint of its own: both copies in one batch.
+            stream=dataclasses.replace(config.stream, checkpoint=str(tmp_path / "again")),
             defaults=config.defaults,
             topics=config.topics,
         ),
@@ -186,6 +188,9 @@ def test_same_segment_twice_changes_nothing(spark: SparkSession, tmp_path: Path)
     )
     twice.run_once()
     assert state_rows(spark, s.config) == before
+    # Two copies of a log are not reduced together in their task: the merge reduced them.
+    assert {r["one_per_key"] for r in twice.merger.last_stats} == {False}
+    assert {r["segments"] for r in twice.merger.last_stats} == {2 * len(segments)}
 
 
 def test_a_steady_batch_makes_two_delta_commits_and_an_idle_run_no_spark_job(
@@ -198,8 +203,8 @@ def test_a_steady_batch_makes_two_delta_commits_and_an_idle_run_no_spark_job(
     # Creates the tables, materialises both partitions.
     s.arrive([("by-offset", 0, seg) for seg in segments[:-1]] + [("by-offset", 1, other[0])])
     s.check()
-    # One segment of a partition left one candidate per key; several need a reduction.
-    assert one_per_key(s) == {("by-offset", 0): False, ("by-offset", 1): True}
+    # A partition's segments in one task are reduced together: one candidate per key.
+    assert one_per_key(s) == {("by-offset", 0): True, ("by-offset", 1): True}
     tables = s.compactor.tables.all()
     before = {name: t.version(spark) for name, t in tables.items()}
     # The batch's partitions were new: their rows were appended, not merged into nothing.

@@ -6,12 +6,13 @@ from __future__ import annotations
 import os
 import shutil
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import Row, SparkSession
@@ -26,7 +27,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from segcompact.compaction.reduce import Rankings
+from segcompact.compaction.reduce import Rankings, SegmentReducer
 from segcompact.discovery import SegmentFile
 from segcompact.errors import ConfigError
 from segcompact.format.attributes import Compression
@@ -40,8 +41,9 @@ from segcompact.spark.source import (
     SourceOptions,
     manifest_key,
     pack,
-    read_segment,
+    read_segments,
     register,
+    runs,
 )
 from segcompact.storage import LocalOutputDirectory, Storage
 
@@ -239,6 +241,7 @@ def test_schema_shares_the_kafka_source_columns(spark: SparkSession, tmp_path: P
         "error",
         "folded_records",
         "one_per_key",
+        "reduced_segments",
     ]
 
 
@@ -275,23 +278,23 @@ def test_compaction_option_keeps_what_can_still_win_and_counts_the_rest(
 
     run = _available_now(spark, root, tmp_path / "reduced", **options)
 
-    # orders-0/0 holds keys 0, 1, 2, 0, 1 at offsets 0..4: the latest of each stays; offsets 0
-    # and 1 are left out, the earliest timestamp of them on the summary row.
+    # orders-0/0 holds keys 0, 1, 2, 0, 1 at offsets 0..4 and orders-0/10 keys 0, 1, 2, 0 at
+    # 10..13, reduced together: the latest of each stays, the count of the others and the
+    # earliest timestamp on the last summary row.
     kept = {(r.topic, r.segment_base): [] for r in run.records}
     for r in sorted(run.records, key=lambda r: r.offset):
         kept[(r.topic, r.segment_base)].append(r.offset)
     assert kept == {
-        ("orders", 0): [2, 3, 4],
         ("orders", 10): [11, 12, 13],
         ("pay-ments", 0): [0, 1, 2],
     }
     folded = {(r.topic, r.batch_base_offset): r.folded_records for r in run.rows if r.segment_end}
-    assert folded == {("orders", 0): 2, ("orders", 10): 1, ("pay-ments", 0): 0}
+    assert folded == {("orders", 0): 0, ("orders", 10): 6, ("pay-ments", 0): 0}
     assert {r.folded_records for r in plain.rows} == {None}
     assert len(run.records) + sum(folded.values()) == len(plain.records)
-    summary = next(r for r in run.rows if r.segment_end and r.batch_base_offset == 0)
+    summary = next(r for r in run.rows if r.segment_end and r.batch_base_offset == 10)
     assert summary.timestamp == datetime.fromtimestamp(1_700_000_000, UTC).replace(tzinfo=None)
-    assert summary.one_per_key is True  # the offset strategy, one round
+    assert summary.one_per_key is True and summary.reduced_segments == 2  # one round
     assert {r.one_per_key for r in plain.rows} == {None}
     kept_rows = {(r.topic, r.offset): r for r in run.records}
     assert all(kept_rows.get((r.topic, r.offset), r) == r for r in plain.records)
@@ -543,7 +546,7 @@ def test_every_good_record_before_a_corrupt_batch_is_read_whatever_the_chunking(
     part = ManifestEntry(1, SegmentFile("t", 0, 0, str(path), os.path.getsize(path)))
 
     out = list(
-        read_segment(part, chunk_records=chunk_records, chunk_bytes=1 << 20, storage=Storage())
+        read_segments([part], chunk_records=chunk_records, chunk_bytes=1 << 20, storage=Storage())
     )
 
     offsets = [o for b in out[:-1] for o in b.column("offset").to_pylist()]
@@ -565,8 +568,8 @@ def test_a_segment_reduced_in_two_passes_stops_at_its_corrupt_batch_too(
     part = ManifestEntry(1, SegmentFile("t", 0, 0, str(path), os.path.getsize(path)))
 
     out = list(
-        read_segment(
-            part, chunk_records=4, chunk_bytes=chunk_bytes, storage=Storage(), rankings=Rankings()
+        read_segments(
+            [part], chunk_records=4, chunk_bytes=chunk_bytes, storage=Storage(), rankings=Rankings()
         )
     )
 
@@ -586,3 +589,75 @@ def test_small_segments_share_a_task_and_a_big_one_goes_alone() -> None:
 
     tasks = pack([seg(1, 40), seg(2, 40), seg(3, 40), seg(4, 500), seg(5, 10)], max_bytes=100)
     assert [[s.seq for s in t.segments] for t in tasks] == [[1, 2], [3], [4], [5]]
+
+
+def test_a_partitions_consecutive_segments_in_rising_order_are_read_together() -> None:
+    def seg(seq: int, topic: str, partition: int, base: int) -> ManifestEntry:
+        return ManifestEntry(seq, SegmentFile(topic, partition, base, f"/x/{seq}.log", 1))
+
+    task = [seg(1, "t", 0, 0), seg(2, "t", 0, 10), seg(3, "t", 1, 0), seg(4, "t", 0, 20)]
+    task += [seg(5, "t", 0, 30), seg(6, "t", 0, 5), seg(7, "u", 0, 40)]
+    together = runs(task, reduced=True)
+    assert [[e.seq for e in run] for run in together] == [[1, 2], [3], [4, 5], [6], [7]]
+    assert [[e.seq for e in run] for run in runs(task, reduced=False)] == [[i] for i in range(1, 8)]
+
+
+@pytest.mark.parametrize("two_passes", [False, True])
+@pytest.mark.parametrize("vanished", [False, True])
+def test_segments_reduced_together_leave_one_candidate_per_key_of_them_all(
+    tmp_path: Path, two_passes: bool, vanished: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys 0..2 in two segments, in one pass or (values of 40 kB: the rows on the fronts pass
+    a quarter of a 256 KiB budget) two: each key's latest record of both leaves, and the
+    summary rows after them all say so. A segment gone before it is read is reported on its
+    own summary row; the other is still reduced."""
+
+    def records(first: int, count: int) -> list[Record]:
+        value = b"v" * (40_000 if two_passes else 10)
+        return [
+            Record(first + i, 1_700_000_000_000 + first + i, b"key-%d" % (i % 3), value, ())
+            for i in range(count)
+        ]
+
+    first = _segment(tmp_path, "t", 0, 0, build_batch(records(0, 5)))
+    second = _segment(tmp_path, "t", 0, 5, build_batch(records(5, 4)))
+    parts = [
+        ManifestEntry(i, SegmentFile("t", 0, base, str(path), os.path.getsize(path)))
+        for i, (base, path) in enumerate([(0, first), (5, second)], start=1)
+    ]
+    if vanished:
+        first.unlink()
+    again: list[int] = []
+    second_pass = SegmentReducer.again
+
+    def count(self: SegmentReducer, chunk: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+        again.append(chunk.num_rows)
+        return second_pass(self, chunk)
+
+    monkeypatch.setattr(SegmentReducer, "again", count)
+
+    out = list(
+        read_segments(
+            parts, chunk_records=2, chunk_bytes=32 << 10, storage=Storage(), rankings=Rankings()
+        )
+    )
+
+    rows = [r for b in out for r in b.to_pylist()]
+    records_out = [r for r in rows if not r["segment_end"]]
+    summaries = [r for r in rows if r["segment_end"]]
+    assert [r["segment_end"] for r in rows[-2:]] == [True, True]  # after all the records
+    assert sum(again) == (0 if not two_passes else 4 if vanished else 9)
+    # Segment 5..8 holds keys 0, 1, 2, 0: offsets 6, 7 and 8 are the latest of both.
+    assert sorted(r["offset"] for r in records_out) == [6, 7, 8]
+    assert {r["segment_base"] for r in records_out} == {5}
+    assert [s["reduced_segments"] for s in summaries] == [2, 2]
+    assert [s["one_per_key"] for s in summaries] == [True, True]
+    assert [s["folded_records"] for s in summaries] == [0, 1 if vanished else 6]
+    earliest = 1_700_000_000_000 + (5 if vanished else 0)
+    assert summaries[1]["timestamp"] == datetime.fromtimestamp(earliest / 1000, UTC)
+    if vanished:
+        assert "segment file not found" in summaries[0]["error"]
+        assert summaries[0]["segment_bytes"] == 0 and summaries[0]["offset"] == -1
+    else:
+        assert summaries[0]["error"] is None and summaries[0]["offset"] == 4
+    assert summaries[1]["error"] is None and summaries[1]["offset"] == 8

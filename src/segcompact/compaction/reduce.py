@@ -233,6 +233,11 @@ class SegmentReducer:
         if keep.any():
             yield chunk.filter(pa.array(keep))
 
+    def skip(self, records: int) -> None:
+        """The second pass: the next ``records`` records cannot be read again (their file is
+        gone); none of them leaves."""
+        self._again += records
+
     def _candidates_of(self, chunk: pa.RecordBatch) -> NDArray[np.bool_]:
         """Which records are candidates; their ranks are left in ``_ranks``."""
         r1, r2, bad = ranks(chunk, self.ranking)

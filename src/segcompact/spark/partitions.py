@@ -72,8 +72,10 @@ def partial_sums(data: Column, plain: Column) -> list[Column]:
         F.when(~summary & F.col("is_transactional"), 1).otherwise(0).alias("txn_records"),
         F.when(plain & F.col("key").isNull(), 1).otherwise(0).alias("keyless_records"),
         F.when(plain & F.col("bad_version"), 1).otherwise(0).alias("bad_version_headers"),
-        # Whether the segment's candidates are one per key (null: the plain record stream).
+        # Whether the segments reduced with this one left one candidate per key (null: the
+        # plain record stream), and how many they were.
         F.when(summary, F.coalesce(F.col("one_per_key"), F.lit(False))).alias("one_per_key"),
+        F.when(summary, F.coalesce(F.col("reduced_segments"), F.lit(1))).alias("reduced_segments"),
     ]
 
 
@@ -81,7 +83,8 @@ def batch_stats(reduced: DataFrame) -> list[dict[str, Any]]:
     """Per partition of the batch, :func:`partial_sums` added up: what the partitions table
     adds, the keyless and unreadable-version records among non-transactional ones, how many
     transactional records and markers the batch holds (``txn_records``), and whether its
-    candidates are one per key (``one_per_key``: one segment that says so)."""
+    candidates are one per key (``one_per_key``: its segments were reduced together, to one
+    candidate per key)."""
     rows = (
         reduced.groupBy("topic", "partition")
         .agg(
@@ -95,7 +98,11 @@ def batch_stats(reduced: DataFrame) -> list[dict[str, Any]]:
             F.sum("txn_records").alias("txn_records"),
             F.sum("keyless_records").cast("long").alias("keyless_records"),
             F.sum("bad_version_headers").cast("long").alias("bad_version_headers"),
-            ((F.sum("segments") == 1) & F.bool_and("one_per_key")).alias("one_per_key"),
+            # All of the partition's segments reduced together (the sizes of disjoint groups
+            # add up to their largest only if there is one), to one candidate per key.
+            ((F.sum("segments") == F.max("reduced_segments")) & F.bool_and("one_per_key")).alias(
+                "one_per_key"
+            ),
         )
         .collect()
     )

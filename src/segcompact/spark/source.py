@@ -24,7 +24,7 @@ Options (names are case-insensitive, as for every Spark source):
   is decoded into (bounded memory per task).
 - ``maxPartitionBytes`` [134217728]: small segments of a micro-batch share a Spark task up to
   this many bytes; a larger segment has a task of its own.
-- ``compaction``: reduce each segment inside its task to what compaction can use
+- ``compaction``: reduce a partition's segments inside their task to what compaction can use
   (:mod:`segcompact.compaction.reduce`): per key only the records that can still win under
   the topic's strategy, whatever the log start; every transactional, control, keyless or
   unreadable-version record and every record of a topic with ``min.compaction.lag.ms`` as it
@@ -36,16 +36,20 @@ Options (names are case-insensitive, as for every Spark source):
   (``s3a://``, ``abfss://``, ``gs://``; see :mod:`segcompact.storage`).
 
 One row per record with the columns of :data:`segcompact.format.arrow.SCHEMA` (Spark Kafka
-source names and types for the shared ones), then ``segment`` (the file), ``segment_end``,
-``segment_bytes`` and ``error``. After a segment's records comes one summary row
-(``segment_end`` true): ``offset`` and ``batch_last_offset`` are the segment's last offset
-(-1 when it has no batch), ``batch_base_offset`` its base offset (from the file name),
-``segment_bytes`` the bytes read as valid, ``error`` a one-line reason when the segment is
-corrupt or gone; with ``compaction``, ``folded_records`` the records the reduction left out,
-``timestamp`` the earliest of its candidates' (the epoch without one) and ``one_per_key``
-whether at most one candidate per key came out (all three null or the epoch without it); key and
-value are null, headers empty, and the other numeric columns -1 (``attributes``,
+source names and types for the shared ones), then ``segment`` (the file), ``segment_base``,
+``segment_end``, ``segment_bytes``, ``error``, ``folded_records``, ``one_per_key`` and
+``reduced_segments``. After a segment's records comes one summary row (``segment_end`` true):
+``offset`` and ``batch_last_offset`` are the segment's last offset (-1 when it has no batch),
+``batch_base_offset`` its base offset (from the file name), ``segment_bytes`` the bytes read as
+valid, ``error`` a one-line reason when the segment is corrupt or gone; key and value are null,
+headers empty, timestamp the epoch, and the other numeric columns -1 (``attributes``,
 ``is_transactional`` and ``is_control`` 0 / false).
+
+With ``compaction``, a task's consecutive segments of one partition are reduced together, as
+one log, and their summary rows come after all of their records: ``reduced_segments`` says how
+many were, ``one_per_key`` whether at most one candidate per key came out of them, and the last
+one's ``folded_records`` counts the records the reduction left out (the others' 0) and its
+``timestamp`` is the earliest of the candidates' (these three are null without ``compaction``).
 A corrupt segment yields its good records and the summary row and does not fail the query.
 
 Offsets are ``{"seq": N, "manifest": "<id>"}``: the first N entries of that manifest (no id
@@ -108,6 +112,7 @@ SPARK_SCHEMA = StructType(
         StructField("error", StringType()),
         StructField("folded_records", LongType()),  # on a summary row, with ``compaction``
         StructField("one_per_key", BooleanType()),  # on a summary row, with ``compaction``
+        StructField("reduced_segments", LongType()),  # on a summary row, with ``compaction``
     ]
 )
 
@@ -255,9 +260,9 @@ def pack(segments: Iterable[ManifestEntry], max_bytes: int) -> list[SegmentTask]
 def read_task(task: InputPartition, options: SourceOptions) -> Iterator[pa.RecordBatch]:
     if not isinstance(task, SegmentTask):
         return  # Spark's placeholder partition when nothing was found
-    for segment in task.segments:
-        yield from read_segment(
-            segment,
+    for run in runs(task.segments, reduced=options.rankings is not None):
+        yield from read_segments(
+            run,
             chunk_records=options.chunk_records,
             chunk_bytes=options.chunk_bytes,
             storage=options.storage,
@@ -265,70 +270,106 @@ def read_task(task: InputPartition, options: SourceOptions) -> Iterator[pa.Recor
         )
 
 
-def read_segment(
-    part: ManifestEntry,
+def runs(segments: Sequence[ManifestEntry], *, reduced: bool) -> list[list[ManifestEntry]]:
+    """A task's segments in the groups read together: when ``reduced``, the consecutive
+    segments of one partition in rising base offsets (reduced as one log); else one each."""
+    groups: list[list[ManifestEntry]] = []
+    for entry in segments:
+        last = groups[-1][-1].file if groups else None
+        same = last is not None and (last.topic, last.partition) == (
+            entry.file.topic,
+            entry.file.partition,
+        )
+        if reduced and same and last is not None and entry.file.base_offset > last.base_offset:
+            groups[-1].append(entry)
+        else:
+            groups.append([entry])
+    return groups
+
+
+def read_segments(
+    parts: Sequence[ManifestEntry],
     *,
     chunk_records: int,
     chunk_bytes: int,
     storage: Storage,
     rankings: Rankings | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The records of one segment as Arrow batches (reduced under ``rankings``, if given), then
-    its summary row.
+    """The records of one partition's consecutive segments as Arrow batches (reduced together
+    under ``rankings``, if given, as one log), then a summary row per segment.
 
     Corruption, a vanished file and one that cannot be read (no permission, not a file) end up
-    in the summary row's ``error``; other I/O errors raise, so Spark retries the task instead of
-    recording a transient failure for good.
+    in that segment's summary row's ``error`` and the next segment is read; other I/O errors
+    raise, so Spark retries the task instead of recording a transient failure for good.
     """
-    segment = part.file
-    fs, path = storage.resolve(segment.path)
-
-    def chunks(reader: SegmentReader) -> Iterator[pa.RecordBatch]:
-        return decode_segment(
-            reader,
-            segment.topic,
-            segment.partition,
-            chunk_records=chunk_records,
-            chunk_bytes=chunk_bytes,
-        )
-
-    reader = SegmentReader(fs.input_file(path))
     reducer = None
     if rankings is not None:
         # Eight chunks (256 MiB by default: the fronts of about 1.5 M keys; Kafka's dedupe
         # buffer is 128 MiB of 24-byte entries): the fronts' rows are held up to a quarter of
-        # it, else the segment is read twice.
+        # it, else the segments are read twice.
         budget = 8 * chunk_bytes
-        reducer = SegmentReducer(rankings.for_topic(segment.topic), budget_bytes=budget)
-    failure: CorruptBatchError | None = None
-    try:
-        for batch in chunks(reader):
-            for rows in [batch] if reducer is None else reducer.add(batch):
-                yield _records(rows, segment.base_offset)
-    except CorruptBatchError as e:
-        failure = e  # the good records before it still count
-    except _UNREADABLE as e:
-        yield _summary(part, -1, 0, _unreadable(part, e))
-        return
-    reduction = None
+        reducer = SegmentReducer(rankings.for_topic(parts[0].file.topic), budget_bytes=budget)
+
+    def chunks(part: ManifestEntry) -> Iterator[pa.RecordBatch]:
+        fs, path = storage.resolve(part.file.path)
+        reader = SegmentReader(fs.input_file(path))
+        readers[part.seq] = reader
+        base = pa.scalar(part.file.base_offset, pa.int64())
+        for chunk in decode_segment(
+            reader,
+            part.file.topic,
+            part.file.partition,
+            chunk_records=chunk_records,
+            chunk_bytes=chunk_bytes,
+        ):
+            # Rows keep their segment's base through the reduction.
+            yield chunk.append_column("segment_base", pa.repeat(base, chunk.num_rows))
+
+    readers: dict[int, SegmentReader] = {}
+    ends: list[tuple[int, int, str | None]] = []  # per segment: last offset, bytes, error
+    counts: list[int] = []  # per segment: the records the first pass read
+    for part in parts:
+        read = 0
+        failure: str | None = None
+        try:
+            for batch in chunks(part):
+                read += batch.num_rows
+                for rows in [batch] if reducer is None else reducer.add(batch):
+                    yield _records(rows)
+        except CorruptBatchError as e:
+            failure = _describe(e, part.file.path)  # the good records before it still count
+        except _UNREADABLE as e:
+            failure = _unreadable(part, e)
+            readers.pop(part.seq, None)
+        reader = readers.get(part.seq)
+        if reader is None:
+            ends.append((-1, 0, failure))
+        else:
+            ends.append((reader.last_offset, reader.valid_bytes, failure))
+        counts.append(read)
+        if reducer is None:  # the plain stream: each summary right after its records
+            yield _summary(part, *ends.pop())
     if reducer is not None:
         for rows in reducer.finish():
-            yield _records(rows, segment.base_offset)
-        if reducer.rescan:
-            try:  # up to the records the first pass saw
-                for batch in chunks(SegmentReader(fs.input_file(path))):
-                    for rows in reducer.again(batch):
-                        yield _records(rows, segment.base_offset)
-                    if reducer.rescanned:
-                        break
-            except CorruptBatchError:
-                pass  # where the first pass stopped too: the second stops at its last record
-            except _UNREADABLE as e:
-                yield _summary(part, -1, 0, _unreadable(part, e))
-                return
-        reduction = reducer
-    error = _describe(failure, segment.path) if failure else None
-    yield _summary(part, reader.last_offset, reader.valid_bytes, error, reduction)
+            yield _records(rows)
+        if reducer.rescan:  # up to the records the first pass saw, segment by segment
+            for i, (part, count) in enumerate(zip(parts, counts, strict=True)):
+                left = count
+                try:
+                    for batch in chunks(part):
+                        if left <= 0:
+                            break
+                        batch = batch.slice(0, left)
+                        left -= batch.num_rows
+                        for rows in reducer.again(batch):
+                            yield _records(rows)
+                except CorruptBatchError:
+                    pass  # where the first pass stopped too
+                except _UNREADABLE as e:
+                    ends[i] = (-1, 0, _unreadable(part, e))
+                reducer.skip(left)  # what cannot be read again leaves nothing
+        for i, (part, end) in enumerate(zip(parts, ends, strict=True)):
+            yield _summary(part, *end, reducer, together=len(parts), figures=i == len(parts) - 1)
 
 
 # What no retry mends: the partition is reported, not the task failed (nor, after Spark's
@@ -350,17 +391,20 @@ def _describe(e: CorruptBatchError, path: str) -> str:
     return f"{e.file or path}: corrupt batch at position {position}, base offset {base}: {reason}"
 
 
-def _records(batch: pa.RecordBatch, segment_base: int) -> pa.RecordBatch:
+def _records(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Decoded rows (with their ``segment_base``) as the source's rows."""
     n = batch.num_rows
     columns = [*batch.columns]
+    segment_base = columns.pop()
     columns += [
         pa.nulls(n, pa.string()),
-        pa.repeat(pa.scalar(segment_base, pa.int64()), n),
+        segment_base,
         pa.repeat(pa.scalar(False), n),
         pa.nulls(n, pa.int64()),
         pa.nulls(n, pa.string()),
         pa.nulls(n, pa.int64()),
         pa.nulls(n, pa.bool_()),
+        pa.nulls(n, pa.int64()),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=_arrow_schema())
 
@@ -371,14 +415,21 @@ def _summary(
     valid_bytes: int,
     error: str | None,
     reducer: SegmentReducer | None = None,
+    *,
+    together: int = 1,
+    figures: bool = True,
 ) -> pa.RecordBatch:
+    """The summary row of a segment, reduced by ``reducer`` (if any) with ``together - 1``
+    others of its partition; the reducer's ``figures`` are on one of them (the others' say 0
+    folded)."""
+    earliest = reducer.earliest if reducer is not None and figures else None
     row: dict[str, Any] = {
         "key": None,
         "value": None,
         "topic": part.file.topic,
         "partition": part.file.partition,
         "offset": last,
-        "timestamp": 0 if reducer is None or reducer.earliest is None else reducer.earliest,
+        "timestamp": 0 if earliest is None else earliest,
         "timestampType": -1,
         "headers": [],
         "attributes": 0,
@@ -397,8 +448,9 @@ def _summary(
         "segment_end": True,
         "segment_bytes": valid_bytes,
         "error": error,
-        "folded_records": None if reducer is None else reducer.folded,
+        "folded_records": None if reducer is None else reducer.folded if figures else 0,
         "one_per_key": None if reducer is None else reducer.one_per_key,
+        "reduced_segments": None if reducer is None else together,
     }
     return pa.RecordBatch.from_pylist([row], schema=_arrow_schema())
 
