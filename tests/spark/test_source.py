@@ -591,6 +591,33 @@ def test_small_segments_share_a_task_and_a_big_one_goes_alone() -> None:
     assert [[s.seq for s in t.segments] for t in tasks] == [[1, 2], [3], [4], [5]]
 
 
+def test_a_partitions_segments_stay_in_one_task_up_to_max_together() -> None:
+    """A full segment and its partition's small next one are reduced together, though over
+    max_bytes; a partition's run over max_together splits; other partitions share up to
+    max_bytes."""
+
+    def seg(seq: int, partition: int, base: int, size: int) -> ManifestEntry:
+        return ManifestEntry(seq, SegmentFile("t", partition, base, f"/x/{seq}.log", size))
+
+    segments = [seg(1, 0, 0, 100), seg(2, 0, 10, 5), seg(3, 1, 0, 100), seg(4, 1, 10, 5)]
+    segments += [seg(5, 2, 0, 30), seg(6, 3, 0, 30), seg(7, 4, 0, 300), seg(8, 4, 10, 300)]
+    segments += [seg(9, 4, 20, 300)]
+
+    tasks = pack(segments, max_bytes=100, max_together=650)
+
+    assert [[s.seq for s in t.segments] for t in tasks] == [[1, 2], [3, 4], [5, 6], [7, 8], [9]]
+    plain = pack(segments, max_bytes=100)
+    assert [[s.seq for s in t.segments] for t in plain] == [
+        [1],
+        [2],
+        [3],
+        [4, 5, 6],
+        [7],
+        [8],
+        [9],
+    ]
+
+
 def test_a_partitions_consecutive_segments_in_rising_order_are_read_together() -> None:
     def seg(seq: int, topic: str, partition: int, base: int) -> ManifestEntry:
         return ManifestEntry(seq, SegmentFile(topic, partition, base, f"/x/{seq}.log", 1))

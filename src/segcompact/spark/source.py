@@ -24,6 +24,9 @@ Options (names are case-insensitive, as for every Spark source):
   is decoded into (bounded memory per task).
 - ``maxPartitionBytes`` [134217728]: small segments of a micro-batch share a Spark task up to
   this many bytes; a larger segment has a task of its own.
+- ``maxReducedBytes`` [1073741824]: with ``compaction``, a partition's consecutive segments of
+  a micro-batch stay in one task (reduced together: no shuffle in the merge) up to this many
+  bytes, though more than ``maxPartitionBytes``.
 - ``compaction``: reduce a partition's segments inside their task to what compaction can use
   (:mod:`segcompact.compaction.reduce`): per key only the records that can still win under
   the topic's strategy, whatever the log start; every transactional, control, keyless or
@@ -99,6 +102,7 @@ NAME = "kafka-segments"
 DEFAULT_CHUNK_RECORDS = 1 << 16
 DEFAULT_CHUNK_BYTES = 32 << 20
 DEFAULT_MAX_PARTITION_BYTES = 128 << 20  # as spark.sql.files.maxPartitionBytes
+DEFAULT_MAX_REDUCED_BYTES = 1 << 30  # Kafka's default segment size
 _MANIFEST_ROOT = os.path.join("checkpoints", "kafka-segments")
 
 # Spark's Kafka source makes every column nullable; so does this one (summary rows need it).
@@ -137,6 +141,7 @@ class SourceOptions:
     chunk_records: int
     chunk_bytes: int
     max_partition_bytes: int
+    max_reduced_bytes: int = DEFAULT_MAX_REDUCED_BYTES
     storage: Storage = field(default_factory=Storage)
     rankings: Rankings | None = None  # the ``compaction`` option: reduce in the task
 
@@ -156,9 +161,16 @@ class SourceOptions:
             chunk_records=_positive(opts, "chunkRecords") or DEFAULT_CHUNK_RECORDS,
             chunk_bytes=_positive(opts, "chunkBytes") or DEFAULT_CHUNK_BYTES,
             max_partition_bytes=_positive(opts, "maxPartitionBytes") or DEFAULT_MAX_PARTITION_BYTES,
+            max_reduced_bytes=_positive(opts, "maxReducedBytes") or DEFAULT_MAX_REDUCED_BYTES,
             storage=Storage({k: v for k, v in opts.items() if k.startswith("fs.")}),
             rankings=_rankings(opts),
         )
+
+
+    def tasks(self, segments: Iterable[ManifestEntry]) -> list[SegmentTask]:
+        """The Spark tasks that read these segments (:func:`pack`)."""
+        together = self.max_reduced_bytes if self.rankings is not None else 0
+        return pack(segments, self.max_partition_bytes, together)
 
 
 def _absolute(location: str) -> str:
@@ -241,20 +253,40 @@ class SegmentTask(InputPartition):
     segments: tuple[ManifestEntry, ...]
 
 
-def pack(segments: Iterable[ManifestEntry], max_bytes: int) -> list[SegmentTask]:
-    """Consecutive segments grouped up to ``max_bytes`` a task (a bigger one goes alone)."""
+def pack(
+    segments: Iterable[ManifestEntry], max_bytes: int, max_together: int = 0
+) -> list[SegmentTask]:
+    """Consecutive segments grouped up to ``max_bytes`` a task (a bigger one goes alone); a
+    partition's consecutive segments in rising order (:func:`runs`) stay together up to
+    ``max_together`` bytes, though more than ``max_bytes``."""
     tasks: list[SegmentTask] = []
     group: list[ManifestEntry] = []
     size = 0
-    for segment in segments:
-        if group and size + segment.file.size > max_bytes:
-            tasks.append(SegmentTask(tuple(group)))
-            group, size = [], 0
-        group.append(segment)
-        size += segment.file.size
+    for run in runs(segments, reduced=max_together > 0):
+        for part in _split(run, max(max_bytes, max_together)):
+            part_size = sum(e.file.size for e in part)
+            if group and size + part_size > max_bytes:
+                tasks.append(SegmentTask(tuple(group)))
+                group, size = [], 0
+            group.extend(part)
+            size += part_size
     if group:
         tasks.append(SegmentTask(tuple(group)))
     return tasks
+
+
+def _split(run: list[ManifestEntry], max_bytes: int) -> Iterator[list[ManifestEntry]]:
+    """``run`` in consecutive parts of up to ``max_bytes`` (a bigger segment alone)."""
+    part: list[ManifestEntry] = []
+    size = 0
+    for entry in run:
+        if part and size + entry.file.size > max_bytes:
+            yield part
+            part, size = [], 0
+        part.append(entry)
+        size += entry.file.size
+    if part:
+        yield part
 
 
 def read_task(task: InputPartition, options: SourceOptions) -> Iterator[pa.RecordBatch]:
@@ -270,7 +302,7 @@ def read_task(task: InputPartition, options: SourceOptions) -> Iterator[pa.Recor
         )
 
 
-def runs(segments: Sequence[ManifestEntry], *, reduced: bool) -> list[list[ManifestEntry]]:
+def runs(segments: Iterable[ManifestEntry], *, reduced: bool) -> list[list[ManifestEntry]]:
     """A task's segments in the groups read together: when ``reduced``, the consecutive
     segments of one partition in rising base offsets (reduced as one log); else one each."""
     groups: list[list[ManifestEntry]] = []
@@ -519,7 +551,7 @@ class KafkaSegmentsStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[SegmentTask]:
         entries = self.manifest.between(self.manifest.check(start), self.manifest.check(end))
-        return pack(entries, self.options.max_partition_bytes)
+        return self.options.tasks(entries)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_task(partition, self.options)
@@ -538,10 +570,7 @@ class KafkaSegmentsBatchReader(DataSourceReader):
         found = discover(
             self.options.roots, rolled_only=self.options.rolled_only, storage=self.options.storage
         )
-        return pack(
-            (ManifestEntry(i, s) for i, s in enumerate(found, start=1)),
-            self.options.max_partition_bytes,
-        )
+        return self.options.tasks(ManifestEntry(i, s) for i, s in enumerate(found, start=1))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_task(partition, self.options)
