@@ -416,15 +416,13 @@ class BatchMerger:
         merged, appended = source, [tp for tp in partitions if tp in fresh]
         if appended and state_write is not None:
             app_id, version = state_write
+            rows = source.where(of_partitions(appended)).select(*STATE_SCHEMA.fieldNames())
+            if not one_per_key:
+                # One file per partition, as a MERGE writes it (a partition's winners were in
+                # one task already if its segments were reduced together).
+                rows = rows.repartition("topic", "partition")
             with timed(log, "state append"):
-                self.tables.state.append(
-                    # One file per partition, as a MERGE writes it.
-                    source.where(of_partitions(appended))
-                    .select(*STATE_SCHEMA.fieldNames())
-                    .repartition("topic", "partition"),
-                    app_id=f"{app_id}-new",
-                    version=version,
-                )
+                self.tables.state.append(rows, app_id=f"{app_id}-new", version=version)
             partitions = [tp for tp in partitions if tp not in fresh]
             merged = source.where(~of_partitions(appended))
         target_rank = rank_by_topic(F.col("s.topic"), topics, table="t.")

@@ -166,7 +166,6 @@ class SourceOptions:
             rankings=_rankings(opts),
         )
 
-
     def tasks(self, segments: Iterable[ManifestEntry]) -> list[SegmentTask]:
         """The Spark tasks that read these segments (:func:`pack`)."""
         together = self.max_reduced_bytes if self.rankings is not None else 0
