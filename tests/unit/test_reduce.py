@@ -281,6 +281,13 @@ def test_a_segment_whose_offsets_fall_leaves_as_it_is_from_there() -> None:
         )
 
 
+def test_a_segment_whose_offsets_fall_from_the_start_is_not_one_per_key() -> None:
+    kept, reducer = reduce([[record(3, key=b"a"), record(1, key=b"a")]], Ranking())
+    assert [r["offset"] for r in kept] == [3, 1] and not reducer.one_per_key
+    kept, reducer = reduce([[record(3, key=b"a"), record(5, key=b"a")]], Ranking(raw=True))
+    assert [r["offset"] for r in kept] == [3, 5] and reducer.one_per_key  # no candidate leaves
+
+
 def test_c_front_refuses_buffers_that_do_not_match() -> None:
     f = _cfront.CFront()
     one = np.zeros(1, np.int64)

@@ -143,8 +143,13 @@ class SegmentReducer:
         """Whether at most one candidate per key left the segment (after :meth:`finish`): the
         offset strategy keeps one per key in a round; any other, a second round, or offsets
         that do not rise may leave several."""
-        rounds = self._rounds <= 1 and self._as_is_from in (None, 0)
-        return rounds and self.ranking.strategy == CompactionStrategy.OFFSET.value
+        # A lagged topic's records all leave as they are: none is a candidate of the merge.
+        as_is = self._as_is_from is not None and not self.ranking.raw
+        return (
+            self._rounds <= 1
+            and not as_is
+            and self.ranking.strategy == CompactionStrategy.OFFSET.value
+        )
 
     @property
     def rescanned(self) -> bool:

@@ -108,9 +108,9 @@ class BatchMerger:
     def process(self, batch: DataFrame, batch_id: int) -> None:
         """Apply one micro-batch.
 
-        The batch is not cached whole: one pass decodes it (the source reduces each segment in
-        its task) and caches per row the candidate record, if it is one, and the row's share of
-        the partition's numbers. Lagged topics' young rows, and transactional records when
+        The batch is not cached whole: one pass decodes it (the source reduces a partition's
+        segments in their task) and caches per row the candidate record, if it is one, and the
+        row's share of the partition's numbers. Lagged topics' young rows, and transactional records when
         there are any, take one more pass each.
         """
         if batch.rdd.getNumPartitions() == 0:
@@ -231,8 +231,9 @@ class BatchMerger:
         transactional, at or above the log start, of a topic without a lag; null otherwise),
         with its key, and its share of the partition's numbers (``partitions.partial_sums``).
         Rules are those of every configured topic, the defaults for the others. No shuffle: the
-        source reduced each segment in its task, and a partition whose segment left one
-        candidate per key needs no reduction across rows (``batch_stats``' ``one_per_key``)."""
+        source reduced a partition's segments in their task, and a partition whose segments
+        were reduced together to one candidate per key needs no reduction across rows
+        (``batch_stats``' ``one_per_key``)."""
         configured, defaults = self.config.topics, self.config.defaults
         data = ~F.col("segment_end") & ~F.col("is_control")
         rows = self._classify(

@@ -306,12 +306,12 @@ def runs(segments: Iterable[ManifestEntry], *, reduced: bool) -> list[list[Manif
     segments of one partition in rising base offsets (reduced as one log); else one each."""
     groups: list[list[ManifestEntry]] = []
     for entry in segments:
-        last = groups[-1][-1].file if groups else None
-        same = last is not None and (last.topic, last.partition) == (
-            entry.file.topic,
-            entry.file.partition,
-        )
-        if reduced and same and last is not None and entry.file.base_offset > last.base_offset:
+        last = groups[-1][-1].file if groups and reduced else None
+        if (
+            last is not None
+            and (last.topic, last.partition) == (entry.file.topic, entry.file.partition)
+            and entry.file.base_offset > last.base_offset
+        ):
             groups[-1].append(entry)
         else:
             groups.append([entry])
