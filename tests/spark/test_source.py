@@ -688,3 +688,51 @@ def test_segments_reduced_together_leave_one_candidate_per_key_of_them_all(
     else:
         assert summaries[0]["error"] is None and summaries[0]["offset"] == 4
     assert summaries[1]["error"] is None and summaries[1]["offset"] == 8
+
+
+def test_a_segment_gone_between_the_two_passes_is_reported_and_not_one_per_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second segment is deleted once the second pass has begun: its winners cannot be
+    read again, so nothing of it leaves, its summary row says why, and the run is not one per
+    key (the merge then reduces across rows, whatever the first pass counted)."""
+    value = b"v" * 40_000
+    first = _segment(
+        tmp_path,
+        "t",
+        0,
+        0,
+        build_batch([Record(i, 1_700_000_000_000, b"key-%d" % i, value, ()) for i in range(5)]),
+    )
+    second = _segment(
+        tmp_path,
+        "t",
+        0,
+        5,
+        build_batch([Record(5, 1_700_000_000_000, b"key-0", value, ())]),
+    )
+    parts = [
+        ManifestEntry(i, SegmentFile("t", 0, base, str(path), os.path.getsize(path)))
+        for i, (base, path) in enumerate([(0, first), (5, second)], start=1)
+    ]
+    second_pass = SegmentReducer.again
+
+    def deleting(self: SegmentReducer, chunk: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+        second.unlink(missing_ok=True)
+        return second_pass(self, chunk)
+
+    monkeypatch.setattr(SegmentReducer, "again", deleting)
+
+    out = list(
+        read_segments(
+            parts, chunk_records=2, chunk_bytes=32 << 10, storage=Storage(), rankings=Rankings()
+        )
+    )
+
+    rows = [r for b in out for r in b.to_pylist()]
+    summaries = [r for r in rows if r["segment_end"]]
+    # Keys 1..4 win in the first segment; key 0's winner (offset 5) was in the second.
+    assert sorted(r["offset"] for r in rows if not r["segment_end"]) == [1, 2, 3, 4]
+    assert [s["one_per_key"] for s in summaries] == [False, False]
+    assert summaries[0]["error"] is None
+    assert "segment file not found" in summaries[1]["error"] and summaries[1]["offset"] == -1

@@ -288,6 +288,22 @@ def test_a_segment_whose_offsets_fall_from_the_start_is_not_one_per_key() -> Non
     assert [r["offset"] for r in kept] == [3, 5] and reducer.one_per_key  # no candidate leaves
 
 
+def test_a_second_pass_over_other_records_is_not_one_per_key() -> None:
+    """Between the passes the log was rewritten (fewer records, as Kafka's cleaner leaves
+    them), or could not be read again: what leaves may not be one per key."""
+    rows = [record(o, key=b"k%d" % (o % 2000), value=b"v" * 2000) for o in range(4000)]
+    for second in (rows[1:], rows[:-1], rows[:1000]):
+        reducer = SegmentReducer(Ranking(), budget_bytes=1 << 20)
+        for at in range(0, 4000, 500):
+            list(reducer.add(batch(rows[at : at + 500])))
+        list(reducer.finish())
+        assert reducer.rescan
+        for at in range(0, len(second), 500):
+            list(reducer.again(batch(second[at : at + 500])))
+        reducer.skip(len(rows) - len(second))
+        assert reducer.rescanned and not reducer.one_per_key
+
+
 def test_c_front_refuses_buffers_that_do_not_match() -> None:
     f = _cfront.CFront()
     one = np.zeros(1, np.int64)

@@ -1,5 +1,6 @@
-"""A segment's decoded records reduced inside the task that decodes them, as Kafka's cleaner
-builds its offset map: what leaves the task is what compaction can still use.
+"""A log's decoded records (a segment, or a partition's consecutive segments) reduced inside the
+task that decodes them, as Kafka's cleaner builds its offset map: what leaves the task is what
+compaction can still use.
 
 - A candidate record (keyed, not transactional, not a control record, of a topic compacted
   straight away, with a readable version header if its topic ranks by one) stays only while it
@@ -12,15 +13,15 @@ builds its offset map: what leaves the task is what compaction can still use.
   :attr:`SegmentReducer.folded` counts the candidates left out; the summary row carries both, so
   the partition's first dirty timestamp and record count are unchanged.
 - :attr:`SegmentReducer.one_per_key` says whether at most one candidate per key left (the offset
-  strategy in one round): the merge then needs no reduction across the rows of a partition
-  whose batch holds this segment only.
+  strategy in one round, and a second pass that saw the records of the first): the merge then
+  needs no reduction across the rows of a partition whose batch holds these segments only.
 
 Memory is bounded by ``budget_bytes`` (and a chunk), as Kafka's cleaner bounds its offset map
 and reads a segment twice. While the rows on the fronts fit a quarter of the budget, they are
 held (and filtered again as later records supersede them, each time their bytes have doubled)
-and leave when the segment ends: one pass. When they do not (a segment of many distinct keys),
-they are dropped and the fronts alone go on, holding keys and ranks but no values; the segment
-is then decoded a second time (:attr:`SegmentReducer.rescan`, :meth:`SegmentReducer.again`) and
+and leave when the log ends: one pass. When they do not (a log of many distinct keys), they
+are dropped and the fronts alone go on, holding keys and ranks but no values; the log is then
+decoded a second time (:attr:`SegmentReducer.rescan`, :meth:`SegmentReducer.again`) and
 the records still on a front leave as they come. When a chunk could take the fronts past the
 budget, a round ends before it (what it kept leaves, or is marked for the second pass) and new
 fronts start; the merge reduces across rounds as it does across tasks.
@@ -104,12 +105,13 @@ _IDS_AT_ONCE = 1 << 20  # records whose flags are asked of a front at once
 
 
 class SegmentReducer:
-    """One segment's chunks (in log order) in, the rows compaction can use out.
+    """A log's chunks (in log order) in, the rows compaction can use out.
 
     :meth:`add` each decoded chunk, then :meth:`finish`; when :attr:`rescan` is then true, decode
-    the segment again (the same records, any chunks) and give each chunk to :meth:`again` until
-    :attr:`rescanned`. Records are numbered in log order (their id); the second pass stops at
-    the records the first one saw, should the file have grown since."""
+    the log again (the same records, any chunks) and give each chunk to :meth:`again` until
+    :attr:`rescanned` (:meth:`skip` the records that cannot be read again). Records are numbered
+    in log order (their id); the second pass stops at the records the first one saw, should the
+    file have grown since."""
 
     def __init__(self, ranking: Ranking, *, budget_bytes: int, pure: bool = False) -> None:
         self.ranking = ranking
@@ -128,6 +130,9 @@ class SegmentReducer:
         self._raw_from = 0
         self._decided: list[NDArray[np.bool_]] = []
         self._again = 0  # records of the second pass so far
+        # The sums of each pass's offsets plus one (mod 2^64; a record at offset 0 counts too):
+        # the second pass saw the first's records only if they match.
+        self._sums = [0, 0]
         # Held rows are filtered again when their bytes pass this, which then doubles: each
         # row is checked a bounded number of times on average.
         self._refilter_at = budget_bytes // 8
@@ -135,19 +140,22 @@ class SegmentReducer:
 
     @property
     def rescan(self) -> bool:
-        """Whether the segment must be decoded again (after :meth:`finish`)."""
+        """Whether the log must be decoded again (after :meth:`finish`)."""
         return self._rescan_from is not None
 
     @property
     def one_per_key(self) -> bool:
-        """Whether at most one candidate per key left the segment (after :meth:`finish`): the
-        offset strategy keeps one per key in a round; any other, a second round, or offsets
-        that do not rise may leave several."""
+        """Whether at most one candidate per key left the log (after :meth:`finish`, and
+        :meth:`again` if :attr:`rescan`): the offset strategy keeps one per key in a round; any
+        other, a second round, offsets that do not rise, or a second pass that did not see the
+        records of the first (a file gone or rewritten in between) may leave several."""
         # A lagged topic's records all leave as they are: none is a candidate of the merge.
         as_is = self._as_is_from is not None and not self.ranking.raw
+        same = not self.rescan or (self.rescanned and self._sums[0] == self._sums[1])
         return (
             self._rounds <= 1
             and not as_is
+            and same
             and self.ranking.strategy == CompactionStrategy.OFFSET.value
         )
 
@@ -169,9 +177,10 @@ class SegmentReducer:
         """Take one decoded chunk; yield the rows that leave now."""
         first = self._seen
         offsets = _int64(chunk.column("offset"))
+        self._add_sum(0, offsets)
         if self._as_is_from is None and not self._rising(offsets):
             # A damaged log whose offsets do not rise: the front needs log order, so the rest
-            # of this segment leaves as it is (the merge still reduces it).
+            # of the log leaves as it is (the merge still reduces it).
             yield from self._end_round()
             self._as_is_from = first
         elif self._front.peak_bytes(chunk.num_rows) > self.budget_bytes:
@@ -223,6 +232,7 @@ class SegmentReducer:
         first = self._again
         chunk = chunk.slice(0, max(0, min(chunk.num_rows, self._seen - first)))
         self._again += chunk.num_rows
+        self._add_sum(1, _int64(chunk.column("offset")))
         ids = first + np.arange(chunk.num_rows)
         candidate = self._candidates_of(chunk)
         # A front knows its candidates only: ``decided`` says nothing of the others.
@@ -240,8 +250,12 @@ class SegmentReducer:
 
     def skip(self, records: int) -> None:
         """The second pass: the next ``records`` records cannot be read again (their file is
-        gone); none of them leaves."""
+        gone or shorter); none of them leaves."""
         self._again += records
+
+    def _add_sum(self, which: int, offsets: NDArray[np.int64]) -> None:
+        total = int(np.add.reduce(offsets.view(np.uint64), dtype=np.uint64)) + len(offsets)
+        self._sums[which] = (self._sums[which] + total) % (1 << 64)
 
     def _candidates_of(self, chunk: pa.RecordBatch) -> NDArray[np.bool_]:
         """Which records are candidates; their ranks are left in ``_ranks``."""

@@ -108,10 +108,10 @@ class BatchMerger:
     def process(self, batch: DataFrame, batch_id: int) -> None:
         """Apply one micro-batch.
 
-        The batch is not cached whole: one pass decodes it (the source reduces a partition's
-        segments in their task) and caches per row the candidate record, if it is one, and the
-        row's share of the partition's numbers. Lagged topics' young rows, and transactional records when
-        there are any, take one more pass each.
+        One pass decodes the batch (the source reduces a partition's segments in their task)
+        and caches per row the candidate record, if it is one, and the row's share of the
+        partition's numbers (no value or key of another row). Lagged topics' young rows, and
+        transactional records when there are any, take one more pass each.
         """
         if batch.rdd.getNumPartitions() == 0:
             return  # no segment: a new checkpoint's first batch (Spark runs it on nothing)

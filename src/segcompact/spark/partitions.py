@@ -57,7 +57,7 @@ def partial_sums(data: Column, plain: Column) -> list[Column]:
     non-transactional data record at or above the log start."""
     summary = F.col("segment_end")
     # The source's in-task reduction counts the candidates it left out, and the earliest
-    # timestamp among them, on the summary row.
+    # candidate's timestamp, on the summary row.
     folded = summary & (F.coalesce(F.col("folded_records"), F.lit(0)) > 0)
     return [
         F.col("batch_last_offset").alias("last_offset"),

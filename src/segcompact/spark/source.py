@@ -243,10 +243,11 @@ def _positive(opts: Mapping[str, str], name: str) -> int | None:
 
 @dataclass(frozen=True)
 class SegmentTask(InputPartition):
-    """A Spark task: one segment, or several small ones of the same micro-batch together.
+    """A Spark task: one segment, or several of the same micro-batch together (:func:`pack`).
 
-    A broker's segments are 1 GiB by default and each gets a task of its own; packing small
-    ones (tiered-storage copies, tests, a freshly rolled log) spares a task's start-up per file.
+    Packing small segments (tiered-storage copies, tests, a freshly rolled log) spares a task's
+    start-up per file; keeping a partition's consecutive segments together lets them be reduced
+    as one log, with no shuffle in the merge.
     """
 
     segments: tuple[ManifestEntry, ...]
@@ -387,18 +388,19 @@ def read_segments(
             for i, (part, count) in enumerate(zip(parts, counts, strict=True)):
                 left = count
                 try:
-                    for batch in chunks(part):
-                        if left <= 0:
-                            break
+                    for batch in chunks(part) if left else ():
                         batch = batch.slice(0, left)
                         left -= batch.num_rows
                         for rows in reducer.again(batch):
                             yield _records(rows)
+                        if not left:
+                            break
                 except CorruptBatchError:
                     pass  # where the first pass stopped too
                 except _UNREADABLE as e:
                     ends[i] = (-1, 0, _unreadable(part, e))
-                reducer.skip(left)  # what cannot be read again leaves nothing
+                # What cannot be read again leaves nothing (nor is the run then one per key).
+                reducer.skip(left)
         for i, (part, end) in enumerate(zip(parts, ends, strict=True)):
             yield _summary(part, *end, reducer, together=len(parts), figures=i == len(parts) - 1)
 
