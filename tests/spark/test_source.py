@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -629,6 +629,26 @@ def test_a_partitions_consecutive_segments_in_rising_order_are_read_together() -
     assert [[e.seq for e in run] for run in runs(task, reduced=False)] == [[i] for i in range(1, 8)]
 
 
+def _reduced_together(
+    parts: list[ManifestEntry],
+    monkeypatch: pytest.MonkeyPatch,
+    on_second_pass: Callable[[pa.RecordBatch], object],
+) -> list[dict[str, Any]]:
+    """The rows of ``read_segments`` over ``parts`` (a budget of 256 KiB), calling
+    ``on_second_pass`` with each chunk the second pass reads, before the reducer takes it."""
+    second_pass = SegmentReducer.again
+
+    def again(self: SegmentReducer, chunk: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+        on_second_pass(chunk)
+        return second_pass(self, chunk)
+
+    monkeypatch.setattr(SegmentReducer, "again", again)
+    out = read_segments(
+        parts, chunk_records=2, chunk_bytes=32 << 10, storage=Storage(), rankings=Rankings()
+    )
+    return [r for b in out for r in b.to_pylist()]
+
+
 @pytest.mark.parametrize("two_passes", [False, True])
 @pytest.mark.parametrize("vanished", [False, True])
 def test_segments_reduced_together_leave_one_candidate_per_key_of_them_all(
@@ -655,21 +675,9 @@ def test_segments_reduced_together_leave_one_candidate_per_key_of_them_all(
     if vanished:
         first.unlink()
     again: list[int] = []
-    second_pass = SegmentReducer.again
 
-    def count(self: SegmentReducer, chunk: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
-        again.append(chunk.num_rows)
-        return second_pass(self, chunk)
+    rows = _reduced_together(parts, monkeypatch, lambda chunk: again.append(chunk.num_rows))
 
-    monkeypatch.setattr(SegmentReducer, "again", count)
-
-    out = list(
-        read_segments(
-            parts, chunk_records=2, chunk_bytes=32 << 10, storage=Storage(), rankings=Rankings()
-        )
-    )
-
-    rows = [r for b in out for r in b.to_pylist()]
     records_out = [r for r in rows if not r["segment_end"]]
     summaries = [r for r in rows if r["segment_end"]]
     assert [r["segment_end"] for r in rows[-2:]] == [True, True]  # after all the records
@@ -715,21 +723,9 @@ def test_a_segment_gone_between_the_two_passes_is_reported_and_not_one_per_key(
         ManifestEntry(i, SegmentFile("t", 0, base, str(path), os.path.getsize(path)))
         for i, (base, path) in enumerate([(0, first), (5, second)], start=1)
     ]
-    second_pass = SegmentReducer.again
 
-    def deleting(self: SegmentReducer, chunk: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
-        second.unlink(missing_ok=True)
-        return second_pass(self, chunk)
+    rows = _reduced_together(parts, monkeypatch, lambda _: second.unlink(missing_ok=True))
 
-    monkeypatch.setattr(SegmentReducer, "again", deleting)
-
-    out = list(
-        read_segments(
-            parts, chunk_records=2, chunk_bytes=32 << 10, storage=Storage(), rankings=Rankings()
-        )
-    )
-
-    rows = [r for b in out for r in b.to_pylist()]
     summaries = [r for r in rows if r["segment_end"]]
     # Keys 1..4 win in the first segment; key 0's winner (offset 5) was in the second.
     assert sorted(r["offset"] for r in rows if not r["segment_end"]) == [1, 2, 3, 4]
