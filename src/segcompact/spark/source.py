@@ -342,10 +342,11 @@ def read_segments(
         budget = 8 * chunk_bytes
         reducer = SegmentReducer(rankings.for_topic(parts[0].file.topic), budget_bytes=budget)
 
-    def chunks(part: ManifestEntry) -> Iterator[pa.RecordBatch]:
+    def open_reader(part: ManifestEntry) -> SegmentReader:
         fs, path = storage.resolve(part.file.path)
-        reader = SegmentReader(fs.input_file(path))
-        readers[part.seq] = reader
+        return SegmentReader(fs.input_file(path))
+
+    def chunks(reader: SegmentReader, part: ManifestEntry) -> Iterator[pa.RecordBatch]:
         base = pa.scalar(part.file.base_offset, pa.int64())
         for chunk in decode_segment(
             reader,
@@ -357,14 +358,15 @@ def read_segments(
             # Rows keep their segment's base through the reduction.
             yield chunk.append_column("segment_base", pa.repeat(base, chunk.num_rows))
 
-    readers: dict[int, SegmentReader] = {}
     ends: list[tuple[int, int, str | None]] = []  # per segment: last offset, bytes, error
     counts: list[int] = []  # per segment: the records the first pass read
     for part in parts:
         read = 0
         failure: str | None = None
+        reader: SegmentReader | None = None
         try:
-            for batch in chunks(part):
+            reader = open_reader(part)
+            for batch in chunks(reader, part):
                 read += batch.num_rows
                 for rows in [batch] if reducer is None else reducer.add(batch):
                     yield _records(rows)
@@ -372,8 +374,7 @@ def read_segments(
             failure = _describe(e, part.file.path)  # the good records before it still count
         except _UNREADABLE as e:
             failure = _unreadable(part, e)
-            readers.pop(part.seq, None)
-        reader = readers.get(part.seq)
+            reader = None
         if reader is None:
             ends.append((-1, 0, failure))
         else:
@@ -388,7 +389,7 @@ def read_segments(
             for i, (part, count) in enumerate(zip(parts, counts, strict=True)):
                 left = count
                 try:
-                    for batch in chunks(part) if left else ():
+                    for batch in chunks(open_reader(part), part) if left else ():
                         batch = batch.slice(0, left)
                         left -= batch.num_rows
                         for rows in reducer.again(batch):
@@ -427,8 +428,8 @@ def _describe(e: CorruptBatchError, path: str) -> str:
 def _records(batch: pa.RecordBatch) -> pa.RecordBatch:
     """Decoded rows (with their ``segment_base``) as the source's rows."""
     n = batch.num_rows
-    columns = [*batch.columns]
-    segment_base = columns.pop()
+    segment_base = batch.column("segment_base")
+    columns = [*batch.drop_columns("segment_base").columns]
     columns += [
         pa.nulls(n, pa.string()),
         segment_base,
