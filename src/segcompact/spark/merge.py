@@ -37,7 +37,7 @@ from segcompact.spark.partitions import (
     mark_erasure,
     merge_batch_stats,
     of_partitions,
-    partial_sums,
+    row_shares,
 )
 from segcompact.spark.read_committed import Transactions, read_committed
 from segcompact.spark.rules import bad_version, per_topic, rank_by_topic, tombstone, version, young
@@ -229,7 +229,7 @@ class BatchMerger:
     def _reduce(self, batch: DataFrame, starts: DataFrame) -> DataFrame:
         """Per row of the batch: in ``w`` its record if it is a candidate (keyed, not
         transactional, at or above the log start, of a topic without a lag; null otherwise),
-        with its key, and its share of the partition's numbers (``partitions.partial_sums``).
+        with its key, and its share of the partition's numbers (``partitions.row_shares``).
         Rules are those of every configured topic, the defaults for the others. No shuffle: the
         source reduced a partition's segments in their task, and a partition whose segments
         were reduced together to one candidate per key needs no reduction across rows
@@ -253,7 +253,7 @@ class BatchMerger:
             "partition",
             F.when(candidate, F.col("key")).alias("key"),
             F.when(candidate, winner).alias("w"),
-            *partial_sums(data, plain),
+            *row_shares(data, plain),
         )
 
     def settle(self, now_ms: int) -> None:

@@ -1,7 +1,7 @@
 """The partitions table: what each micro-batch adds to a partition's numbers, and whether a
 partition is due for re-materialisation.
 
-A batch's numbers come in two steps: :func:`partial_sums` are a row's share of them, computed
+A batch's numbers come in two steps: :func:`row_shares` are a row's share of them, computed
 in the merge's one pass over the decoded batch, :func:`batch_stats` adds them up per partition,
 and :func:`merge_batch_stats` adds those to the table. Whether a partition is due is
 ``compaction.triggers.decision`` of its row.
@@ -51,7 +51,7 @@ def of_partitions(partitions: Collection[tuple[str, int]], table: str = "") -> C
     )
 
 
-def partial_sums(data: Column, plain: Column) -> list[Column]:
+def row_shares(data: Column, plain: Column) -> list[Column]:
     """A decoded batch's row's share (summary rows included) of the numbers :func:`batch_stats`
     adds up per partition. ``data``: a data record (not a marker or a summary row); ``plain``: a
     non-transactional data record at or above the log start."""
@@ -80,7 +80,7 @@ def partial_sums(data: Column, plain: Column) -> list[Column]:
 
 
 def batch_stats(reduced: DataFrame) -> list[dict[str, Any]]:
-    """Per partition of the batch, :func:`partial_sums` added up: what the partitions table
+    """Per partition of the batch, :func:`row_shares` added up: what the partitions table
     adds, the keyless and unreadable-version records among non-transactional ones, how many
     transactional records and markers the batch holds (``txn_records``), and whether its
     candidates are one per key (``one_per_key``: its segments were reduced together, to one
