@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
@@ -54,6 +55,20 @@ def native_location(location: str, storage: Storage) -> tuple[str, dict[str, str
 
 def open_table(location: str, storage_options: dict[str, str] | None = None) -> DeltaTable:
     return DeltaTable(location, storage_options=storage_options or None)
+
+
+@dataclass(frozen=True, slots=True)
+class Pinned:
+    """One version of a table, as delta-rs opens it wherever it runs (an executor too)."""
+
+    location: str
+    storage_options: dict[str, str] = field(hash=False)
+    version: int
+
+    def open(self) -> DeltaTable:
+        return DeltaTable(
+            self.location, version=self.version, storage_options=self.storage_options or None
+        )
 
 
 def schema_json(location: str, storage_options: dict[str, str] | None = None) -> str | None:
@@ -109,6 +124,38 @@ def _read_by_sql(
     return rows if columns is None else rows.select(list(columns))
 
 
+# What DataFusion's sort holds in memory before it spills to the temporary directory.
+SORT_MEMORY = "256M"
+
+
+def partition_log(
+    state: DeltaTable, young: DeltaTable, topic: str, partition: int, columns: Sequence[str]
+) -> pa.RecordBatchReader:
+    """One partition's rows of ``state`` and of ``young`` (``raw`` true), ``columns`` of them,
+    in offset order, as DataFusion streams them: the files of other partitions are skipped by
+    their statistics, deletion vectors applied, and the sort spills beyond :data:`SORT_MEMORY`.
+    """
+    query = QueryBuilder().register("state", state).register("young", young)
+    pa.RecordBatchReader.from_stream(
+        query.execute(f"SET datafusion.runtime.memory_limit = '{SORT_MEMORY}'")
+    ).read_all()
+    names = ", ".join(_identifier(c) for c in columns)
+    where = f'"topic" = {_string(topic)} AND "partition" = {int(partition)}'
+    sql = (
+        f"SELECT {names}, false AS raw FROM state WHERE {where} UNION ALL "
+        f'SELECT {names}, true AS raw FROM young WHERE {where} ORDER BY "offset"'
+    )
+    return pa.RecordBatchReader.from_stream(query.execute(sql))
+
+
+def _identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
 def file_count(table: DeltaTable) -> int | None:
     """How many data files the table's snapshot holds; None when delta-rs cannot read its
     log."""
@@ -158,11 +205,14 @@ def vacuum(table: DeltaTable) -> bool:
 
 
 __all__ = [
+    "SORT_MEMORY",
     "DeltaTable",
+    "Pinned",
     "commit_times",
     "file_count",
     "local_path",
     "open_table",
+    "partition_log",
     "read",
     "schema_json",
     "smallest",

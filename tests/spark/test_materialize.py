@@ -7,6 +7,7 @@ import random
 from pathlib import Path
 
 import pytest
+from deltalake import DeltaTable
 from kafka.record.memory_records import MemoryRecords
 from pyspark.sql import SparkSession
 
@@ -17,7 +18,7 @@ from segcompact.format.segment import read_batches
 from segcompact.publication import VERSIONS
 from segcompact.samples import generate_partition
 from segcompact.spark.delete_records import delete_records
-from segcompact.spark.tables import session_settings
+from segcompact.spark.tables import Table, session_settings
 from segcompact.status import read_status
 from segcompact.storage import LocalInputFile
 from tests.spark.test_compactor import MIN_LAG_MS, RETENTION_MS, START_MS, Scenario
@@ -163,32 +164,52 @@ def test_records_younger_than_the_lag_stay_raw_until_they_may_be_compacted(
     assert output(tmp_path, "by-age", 0) == s.model.output("by-age", 0)
 
 
-def test_partitions_sharing_a_task_and_its_batches_are_each_written_whole(
-    spark: SparkSession, tmp_path: Path
+def test_both_reads_of_the_due_partitions_write_the_same_segments(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The materialiser streams a task's rows, sorted by partition and offset, a batch at a
-    time: batches holding the end of one partition and the start of the next, and partitions
-    spread over many batches, still give each partition its whole output."""
+    """Where delta-rs opens the tables, each due partition is read in its own task by it (in
+    offset order, deletion vectors applied); else Spark reads the rows, shuffles and sorts them,
+    and streams a task's rows a batch at a time: batches holding the end of one partition and
+    the start of the next, and partitions spread over many batches. Both write each partition
+    whole, the same bytes."""
     s = Scenario(spark, tmp_path)
     rnd = random.Random(7)
     partitions = [("by-offset", 0), ("by-offset", 1), ("by-flag", 0)]
-    arrivals = [(*tp, seg) for tp in partitions for seg in generate_partition(rnd, records=80)]
+    logs = {tp: generate_partition(rnd, records=80) for tp in partitions}
     young = generate_partition(rnd, ordered_timestamps=True)  # raw rows too
-    s.arrive([*arrivals, *(("by-age", 0, seg) for seg in young)])
+    s.arrive([(*tp, seg) for tp, segs in logs.items() for seg in segs[:2]])
+    # Keys updated by a later batch: the state's MERGE leaves deletion vectors.
+    s.arrive(
+        [(*tp, seg) for tp, segs in logs.items() for seg in segs[2:]]
+        + [("by-age", 0, seg) for seg in young]
+    )
+    history = DeltaTable(s.config.state.table).history()
+    assert any(int(h["operationMetrics"].get("numTargetDeletionVectorsAdded", 0)) for h in history)
+    written = [*partitions, ("by-age", 0)]
+
+    def materialise() -> dict[tuple[str, int], dict[str, bytes]]:
+        results = s.compactor.materializer.run(force=True)
+        assert sorted((r["topic"], r["partition"]) for r in results) == sorted(written)
+        by_age = next(r for r in results if r["topic"] == "by-age")
+        assert by_age["dirty_bytes"] > 0 and by_age["first_dirty"] is not None
+        for topic, partition in written:
+            assert output(tmp_path, topic, partition) == s.model.output(topic, partition)
+        return {tp: _files(tmp_path, *tp) for tp in written}
+
+    by_delta_rs = materialise()
+    monkeypatch.setattr(Table, "pinned", lambda self, spark: None)  # a store delta-rs is not given
     one_task_small_batches = {
         "spark.sql.execution.arrow.maxRecordsPerBatch": "7",
         "spark.sql.shuffle.partitions": "1",
         "spark.sql.adaptive.enabled": "false",
     }
     with session_settings(spark, one_task_small_batches):
-        results = s.compactor.materializer.run(force=True)
-    written = [*partitions, ("by-age", 0)]
-    assert sorted((r["topic"], r["partition"]) for r in results) == sorted(written)
-    for topic, partition in written:
-        assert output(tmp_path, topic, partition) == s.model.output(topic, partition)
-    by_age = next(r for r in results if r["topic"] == "by-age")
-    assert by_age["dirty_bytes"] > 0 and by_age["first_dirty"] is not None
+        assert materialise() == by_delta_rs
     s.check()
+
+
+def _files(tmp: Path, topic: str, partition: int) -> dict[str, bytes]:
+    return {f.name: f.read_bytes() for f in (tmp / "out" / f"{topic}-{partition}").iterdir()}
 
 
 def _version_name(directory: str) -> str:

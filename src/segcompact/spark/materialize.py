@@ -12,7 +12,7 @@ a local disk or an object store alike; superseded versions are removed after the
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
@@ -29,6 +29,7 @@ from segcompact.compaction.output import ROWS, PartitionWriter, record_sizes
 from segcompact.compaction.rules import is_young
 from segcompact.compaction.triggers import Reason, decision
 from segcompact.config import CompactorConfig, TombstoneMode
+from segcompact.delta_native import Pinned, partition_log
 from segcompact.format.arrow import column_buffers
 from segcompact.format.attributes import Compression, RecordAttr
 from segcompact.publication import Output, OutputFile, Publication, new_version_directory
@@ -173,6 +174,24 @@ def write_partitions(
         yield _result(writer.finish())
 
 
+def write_pinned(
+    ids: Iterator[pa.RecordBatch], plans: Sequence[Plan], state: Pinned, young: Pinned
+) -> Iterator[pa.RecordBatch]:
+    """The result row of each plan whose index is in ``ids`` (the ``id`` of ``spark.range``),
+    its partition's rows read here, in offset order, by delta-rs from the pinned versions."""
+    schema = _arrow(T.StructType([*RECORD_FIELDS, T.StructField("raw", T.BooleanType())]))
+    state_table, young_table = state.open(), young.open()
+    for batch in ids:
+        for i in batch.column("id").to_pylist():
+            plan = plans[i]
+            writer = PlanWriter(plan)
+            for rows in partition_log(
+                state_table, young_table, plan.topic, plan.partition, _ROW_COLUMNS
+            ):
+                writer.add(pa.Table.from_batches([rows]).select(schema.names).cast(schema))
+            yield _result(writer.finish())
+
+
 def _runs(rows: pa.Table) -> Iterator[pa.Table]:
     """The slices of ``rows`` with one (topic, partition) each; rows are grouped by it."""
     topic, partition = rows.column("topic"), rows.column("partition")
@@ -281,25 +300,7 @@ class Materializer:
         if not plans:
             return []
         by_tp = {(p.topic, p.partition): p for p in plans}
-        # A filter, not a join: Delta reads only the due partitions' files.
-        due = of_partitions(by_tp)
-        state = self.tables.state.read(self.spark).where(due)
-        young = self.tables.young.read(self.spark).where(due)
-        rows = state.select(*_ROW_COLUMNS, F.lit(False).alias("raw")).unionByName(
-            young.select(*_ROW_COLUMNS, F.lit(True).alias("raw"))
-        )
-
-        # Each partition's rows reach one task in offset order, a batch at a time: a Python
-        # worker holds about a slice of them, however large the partition (Spark's sort spills).
-        ordered = rows.repartition("topic", "partition").sortWithinPartitions(
-            "topic", "partition", "offset"
-        )
-        results = {
-            (r.topic, r.partition): r.asDict()
-            for r in ordered.mapInArrow(
-                lambda batches: write_partitions(batches, by_tp), _RESULT
-            ).collect()
-        }
+        results = self._write(plans)
         for key, plan in by_tp.items():
             if key not in results:  # no record left: the log end offset alone
                 results[key] = PlanWriter(plan).finish()
@@ -323,6 +324,35 @@ class Materializer:
         self._record(out, now)
         self.last_recopy = (sum(r["bytes"] for r in out), sum(p.read_bytes for p in plans))
         return out
+
+    def _write(self, plans: Sequence[Plan]) -> dict[tuple[str, int], dict[str, Any]]:
+        """Each plan's result row, its partition written on an executor: read there by delta-rs
+        (one task per partition, no shuffle, nothing through the JVM) where delta-rs opens both
+        tables, else by Spark."""
+        state, young = self.tables.state.pinned(self.spark), self.tables.young.pinned(self.spark)
+        if state is None or young is None:
+            return self._write_from_spark(plans)
+        written = self.spark.range(0, len(plans), 1, len(plans)).mapInArrow(
+            lambda ids: write_pinned(ids, plans, state, young), _RESULT
+        )
+        return {(r.topic, r.partition): r.asDict() for r in written.collect()}
+
+    def _write_from_spark(self, plans: Sequence[Plan]) -> dict[tuple[str, int], dict[str, Any]]:
+        by_tp = {(p.topic, p.partition): p for p in plans}
+        # A filter, not a join: Delta reads only the due partitions' files.
+        due = of_partitions(by_tp)
+        state = self.tables.state.read(self.spark).where(due)
+        young = self.tables.young.read(self.spark).where(due)
+        rows = state.select(*_ROW_COLUMNS, F.lit(False).alias("raw")).unionByName(
+            young.select(*_ROW_COLUMNS, F.lit(True).alias("raw"))
+        )
+        # Each partition's rows reach one task in offset order, a batch at a time: a Python
+        # worker holds about a slice of them, however large the partition (Spark's sort spills).
+        ordered = rows.repartition("topic", "partition").sortWithinPartitions(
+            "topic", "partition", "offset"
+        )
+        written = ordered.mapInArrow(lambda batches: write_partitions(batches, by_tp), _RESULT)
+        return {(r.topic, r.partition): r.asDict() for r in written.collect()}
 
     def _record(self, results: list[dict[str, Any]], now: int) -> None:
         source = self.spark.createDataFrame(

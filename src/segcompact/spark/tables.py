@@ -238,6 +238,14 @@ class Table:
         where = self._native_location(spark)
         return None if where is None else delta_native.open_table(*where)
 
+    def pinned(self, spark: SparkSession) -> delta_native.Pinned | None:
+        """The table's newest version for delta-rs to read on executors; None when delta-rs
+        cannot open it (as :meth:`native`)."""
+        where = self._native_location(spark)
+        if where is None:
+            return None
+        return delta_native.Pinned(*where, int(delta_native.open_table(*where).version()))
+
     def _native_location(self, spark: SparkSession) -> tuple[str, dict[str, str]] | None:
         """Where and how delta-rs opens the table; None when it cannot."""
         if not self.is_path:
