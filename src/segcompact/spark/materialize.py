@@ -12,6 +12,7 @@ a local disk or an object store alike; superseded versions are removed after the
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -36,6 +37,9 @@ from segcompact.publication import Output, OutputFile, Publication, new_version_
 from segcompact.spark.partitions import of_partitions
 from segcompact.spark.tables import RECORD_FIELDS, Tables
 from segcompact.storage import Storage
+from segcompact.timing import timed
+
+log = logging.getLogger(__name__)
 
 _RESULT = T.StructType(
     [
@@ -300,7 +304,8 @@ class Materializer:
         if not plans:
             return []
         by_tp = {(p.topic, p.partition): p for p in plans}
-        results = self._write(plans)
+        with timed(log, f"materialise {len(plans)} partitions: write"):
+            results = self._write(plans)
         for key, plan in by_tp.items():
             if key not in results:  # no record left: the log end offset alone
                 results[key] = PlanWriter(plan).finish()
@@ -321,7 +326,8 @@ class Materializer:
                     "left_behind": left,
                 }
             )
-        self._record(out, now)
+        with timed(log, "materialise: record"):
+            self._record(out, now)
         self.last_recopy = (sum(r["bytes"] for r in out), sum(p.read_bytes for p in plans))
         return out
 

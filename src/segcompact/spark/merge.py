@@ -116,8 +116,7 @@ class BatchMerger:
         if batch.rdd.getNumPartitions() == 0:
             return  # no segment: a new checkpoint's first batch (Spark runs it on nothing)
         now = self.clock.now_ms()
-        starts = self._log_starts()
-        known = self._known_partitions()
+        known, starts = self._log_starts()
         reduced = self._reduce(batch, starts).persist()
         self.last_stats = []
         txn: Transactions | None = None
@@ -214,16 +213,19 @@ class BatchMerger:
             self.spark, self.tables.partitions, stats, now, erased, write=write, new=new
         )
 
-    def _known_partitions(self) -> set[tuple[str, int]]:
-        """The partitions the partitions table holds: the state holds rows of no other (a
-        batch writes the state first, and a replayed batch skips what it wrote)."""
-        rows = self.tables.partitions.arrow(self.spark, columns=["topic", "partition"])
-        topics, partitions = rows.column("topic").to_pylist(), rows.column("partition").to_pylist()
-        return set(zip(topics, partitions, strict=True))
-
-    def _log_starts(self) -> DataFrame:
-        return self.tables.partitions.read(self.spark).select(
-            "topic", "partition", "log_start_offset"
+    def _log_starts(self) -> tuple[set[tuple[str, int]], DataFrame]:
+        """The partitions the partitions table holds (the state holds rows of no other: a batch
+        writes the state first, and a replayed batch skips what it wrote), and their log
+        starts, read now into a small local DataFrame: by delta-rs where it can, as planning a
+        Delta scan of the table costs seconds of Spark jobs in a fresh JVM."""
+        rows = self.tables.partitions.arrow(
+            self.spark, columns=["topic", "partition", "log_start_offset"]
+        )
+        columns = [rows.column(name).to_pylist() for name in rows.column_names]
+        starts = list(zip(*columns, strict=True))
+        known = {(topic, partition) for topic, partition, _ in starts}
+        return known, self.spark.createDataFrame(
+            starts, "topic string, partition int, log_start_offset long"
         )
 
     def _reduce(self, batch: DataFrame, starts: DataFrame) -> DataFrame:
