@@ -95,11 +95,12 @@ def _leased(config: CompactorConfig, command: str) -> Lease:
 _jvm_output: str | None = None
 
 
-def _session(config: CompactorConfig) -> SparkSession:
+def _session(config: CompactorConfig, *, long_running: bool = False) -> SparkSession:
     """The Spark session, with the config's ``[spark]`` settings."""
     from segcompact.spark.session import config_settings, get_spark
 
-    return get_spark(conf=config_settings(config), jvm_output=_jvm_output)
+    settings = config_settings(config, long_running=long_running)
+    return get_spark(conf=settings, jvm_output=_jvm_output)
 
 
 def _spark_output_note() -> str:
@@ -141,7 +142,8 @@ def _run(args: argparse.Namespace) -> int:
     logger.propagate = False
     metrics = _metrics(config)  # a port in use: exit 2 before Spark starts
     with _leased(config, "run") as lease:
-        compactor = Compactor(_session(config), config, metrics=metrics)
+        session = _session(config, long_running=not args.once)
+        compactor = Compactor(session, config, metrics=metrics)
         if args.once:
             lease.on_lost = lambda: compactor.request_stop(trigger_active=False)
             backlog = compactor.backlog()
