@@ -11,7 +11,7 @@ callers then ask Spark.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -128,24 +128,36 @@ def _read_by_sql(
 SORT_MEMORY = "256M"
 
 
+class SortError(RuntimeError):
+    """DataFusion could not read or sort a partition's rows (its memory, a feature it lacks)."""
+
+
 def partition_log(
-    state: DeltaTable, young: DeltaTable, topic: str, partition: int, columns: Sequence[str]
-) -> pa.RecordBatchReader:
+    state: DeltaTable,
+    young: DeltaTable,
+    topic: str,
+    partition: int,
+    columns: Sequence[str],
+    *,
+    memory: str = SORT_MEMORY,
+) -> Iterator[pa.RecordBatch]:
     """One partition's rows of ``state`` and of ``young`` (``raw`` true), ``columns`` of them,
     in offset order, as DataFusion streams them: the files of other partitions are skipped by
-    their statistics, deletion vectors applied, and the sort spills beyond :data:`SORT_MEMORY`.
-    """
+    their statistics, deletion vectors applied, and the sort spills beyond ``memory``. What
+    goes wrong in DataFusion raises :class:`SortError`, in one line."""
     query = QueryBuilder().register("state", state).register("young", young)
-    pa.RecordBatchReader.from_stream(
-        query.execute(f"SET datafusion.runtime.memory_limit = '{SORT_MEMORY}'")
-    ).read_all()
+    limit = f"SET datafusion.runtime.memory_limit = {_string(memory)}"
     names = ", ".join(_identifier(c) for c in columns)
     where = f'"topic" = {_string(topic)} AND "partition" = {int(partition)}'
     sql = (
         f"SELECT {names}, false AS raw FROM state WHERE {where} UNION ALL "
         f'SELECT {names}, true AS raw FROM young WHERE {where} ORDER BY "offset"'
     )
-    return pa.RecordBatchReader.from_stream(query.execute(sql))
+    try:
+        pa.RecordBatchReader.from_stream(query.execute(limit)).read_all()
+        yield from pa.RecordBatchReader.from_stream(query.execute(sql))
+    except (pa.ArrowException, DeltaError) as e:
+        raise SortError(f"{topic}-{partition}: {' '.join(str(e).split())}") from e
 
 
 def _identifier(name: str) -> str:
@@ -208,6 +220,7 @@ __all__ = [
     "SORT_MEMORY",
     "DeltaTable",
     "Pinned",
+    "SortError",
     "commit_times",
     "file_count",
     "local_path",

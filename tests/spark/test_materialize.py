@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ from deltalake import DeltaTable
 from kafka.record.memory_records import MemoryRecords
 from pyspark.sql import SparkSession
 
+from segcompact import delta_native
 from segcompact.compaction.delete_records import OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION
 from segcompact.compaction.model import ReferenceModel
 from segcompact.format.attributes import Compression
@@ -165,7 +168,10 @@ def test_records_younger_than_the_lag_stay_raw_until_they_may_be_compacted(
 
 
 def test_both_reads_of_the_due_partitions_write_the_same_segments(
-    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Where delta-rs opens the tables, each due partition is read in its own task by it (in
     offset order, deletion vectors applied); else Spark reads the rows, shuffles and sorts them,
@@ -197,6 +203,13 @@ def test_both_reads_of_the_due_partitions_write_the_same_segments(
         return {tp: _files(tmp_path, *tp) for tp in written}
 
     by_delta_rs = materialise()
+    # DataFusion's sort out of memory (a partition too large to merge its spills in it): the
+    # task fails, Spark reads the partitions instead, and says so.
+    monkeypatch.setattr(delta_native, "SORT_MEMORY", "1K")
+    with caplog.at_level(logging.WARNING, logger="segcompact.spark.materialize"):
+        assert materialise() == by_delta_rs
+    assert "delta-rs could not read the due partitions, Spark does:" in caplog.text
+    assert re.search(r"SortError: [\w-]+-\d: External error: Not enough memory", caplog.text)
     monkeypatch.setattr(Table, "pinned", lambda self, spark: None)  # a store delta-rs is not given
     one_task_small_batches = {
         "spark.sql.execution.arrow.maxRecordsPerBatch": "7",

@@ -46,7 +46,7 @@ _RECORD_OVERHEAD = 24
 _HEADER_OVERHEAD = 4
 # Records are encoded from slices of about this many bytes: buffers with 32-bit offsets, and a
 # bounded copy however large the partition.
-SLICE_BYTES = 64 << 20
+SLICE_BYTES = 16 << 20
 
 # What write_partition reads: a partition's retained records, in offset order.
 ROWS = pa.schema(

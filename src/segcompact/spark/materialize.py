@@ -21,16 +21,19 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.errors import PythonException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from segcompact import delta_native
 from segcompact.clock import Clock
 from segcompact.compaction.output import ROWS, PartitionWriter, record_sizes
 from segcompact.compaction.rules import is_young
 from segcompact.compaction.triggers import Reason, decision
 from segcompact.config import CompactorConfig, TombstoneMode
-from segcompact.delta_native import Pinned, partition_log
+from segcompact.delta_native import Pinned
+from segcompact.errors import root_cause
 from segcompact.format.arrow import column_buffers
 from segcompact.format.attributes import Compression, RecordAttr
 from segcompact.publication import Output, OutputFile, Publication, new_version_directory
@@ -179,18 +182,23 @@ def write_partitions(
 
 
 def write_pinned(
-    ids: Iterator[pa.RecordBatch], plans: Sequence[Plan], state: Pinned, young: Pinned
+    ids: Iterator[pa.RecordBatch],
+    plans: Sequence[Plan],
+    state: Pinned,
+    young: Pinned,
+    memory: str,
 ) -> Iterator[pa.RecordBatch]:
     """The result row of each plan whose index is in ``ids`` (the ``id`` of ``spark.range``),
-    its partition's rows read here, in offset order, by delta-rs from the pinned versions."""
+    its partition's rows read here, in offset order, by delta-rs from the pinned versions,
+    sorted in ``memory`` (beyond it, spilled to the temporary directory)."""
     schema = _arrow(T.StructType([*RECORD_FIELDS, T.StructField("raw", T.BooleanType())]))
     state_table, young_table = state.open(), young.open()
     for batch in ids:
         for i in batch.column("id").to_pylist():
             plan = plans[i]
             writer = PlanWriter(plan)
-            for rows in partition_log(
-                state_table, young_table, plan.topic, plan.partition, _ROW_COLUMNS
+            for rows in delta_native.partition_log(
+                state_table, young_table, plan.topic, plan.partition, _ROW_COLUMNS, memory=memory
             ):
                 writer.add(pa.Table.from_batches([rows]).select(schema.names).cast(schema))
             yield _result(writer.finish())
@@ -338,10 +346,16 @@ class Materializer:
         state, young = self.tables.state.pinned(self.spark), self.tables.young.pinned(self.spark)
         if state is None or young is None:
             return self._write_from_spark(plans)
+        memory = delta_native.SORT_MEMORY
         written = self.spark.range(0, len(plans), 1, len(plans)).mapInArrow(
-            lambda ids: write_pinned(ids, plans, state, young), _RESULT
+            lambda ids: write_pinned(ids, plans, state, young, memory), _RESULT
         )
-        return {(r.topic, r.partition): r.asDict() for r in written.collect()}
+        try:
+            return {(r.topic, r.partition): r.asDict() for r in written.collect()}
+        except PythonException as e:  # DataFusion's sort out of memory, a feature delta-rs lacks
+            cause = root_cause(str(e))
+            log.warning("delta-rs could not read the due partitions, Spark does: %s", cause)
+            return self._write_from_spark(plans)
 
     def _write_from_spark(self, plans: Sequence[Plan]) -> dict[tuple[str, int], dict[str, Any]]:
         by_tp = {(p.topic, p.partition): p for p in plans}
