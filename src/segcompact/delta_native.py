@@ -140,13 +140,18 @@ def partition_log(
     columns: Sequence[str],
     *,
     memory: str = SORT_MEMORY,
+    spill: str | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """One partition's rows of ``state`` and of ``young`` (``raw`` true), ``columns`` of them,
-    in offset order, as DataFusion streams them: the files of other partitions are skipped by
-    their statistics, deletion vectors applied, and the sort spills beyond ``memory``. What
-    goes wrong in DataFusion raises :class:`SortError`, in one line."""
-    query = QueryBuilder().register("state", state).register("young", young)
-    limit = f"SET datafusion.runtime.memory_limit = {_string(memory)}"
+    in offset order, as DataFusion streams them in one thread: the files of other partitions
+    are skipped (by partition values, else by statistics), deletion vectors applied, and the
+    sort spills beyond ``memory`` into ``spill`` (the temporary directory when None). What goes
+    wrong in DataFusion raises :class:`SortError`, in one line."""
+    query = QueryBuilder({"datafusion.execution.target_partitions": "1"})
+    query = query.register("state", state).register("young", young)
+    settings = [f"SET datafusion.runtime.memory_limit = {_string(memory)}"]
+    if spill is not None:
+        settings.append(f"SET datafusion.runtime.temp_directory = {_string(spill)}")
     names = ", ".join(_identifier(c) for c in columns)
     where = f'"topic" = {_string(topic)} AND "partition" = {int(partition)}'
     sql = (
@@ -154,7 +159,8 @@ def partition_log(
         f'SELECT {names}, true AS raw FROM young WHERE {where} ORDER BY "offset"'
     )
     try:
-        pa.RecordBatchReader.from_stream(query.execute(limit)).read_all()
+        for setting in settings:
+            pa.RecordBatchReader.from_stream(query.execute(setting)).read_all()
         yield from pa.RecordBatchReader.from_stream(query.execute(sql))
     except (pa.ArrowException, DeltaError) as e:
         raise SortError(f"{topic}-{partition}: {' '.join(str(e).split())}") from e
@@ -218,6 +224,7 @@ def vacuum(table: DeltaTable) -> bool:
 
 __all__ = [
     "SORT_MEMORY",
+    "DeltaError",
     "DeltaTable",
     "Pinned",
     "SortError",

@@ -11,6 +11,7 @@ a local disk or an object store alike; superseded versions are removed after the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.errors import PythonException
+from pyspark import SparkFiles
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -33,7 +34,6 @@ from segcompact.compaction.rules import is_young
 from segcompact.compaction.triggers import Reason, decision
 from segcompact.config import CompactorConfig, TombstoneMode
 from segcompact.delta_native import Pinned
-from segcompact.errors import root_cause
 from segcompact.format.arrow import column_buffers
 from segcompact.format.attributes import Compression, RecordAttr
 from segcompact.publication import Output, OutputFile, Publication, new_version_directory
@@ -55,6 +55,7 @@ _RESULT = T.StructType(
         T.StructField("dirty_bytes", T.LongType()),  # the young rows: written, not compacted
         T.StructField("first_dirty", T.LongType()),
         T.StructField("files", T.StringType()),  # JSON: name, size and CRC-32C of each file
+        T.StructField("unread", T.StringType()),  # why delta-rs could not read it (not written)
     ]
 )
 _ROW_COLUMNS = [f.name for f in RECORD_FIELDS]
@@ -190,17 +191,30 @@ def write_pinned(
 ) -> Iterator[pa.RecordBatch]:
     """The result row of each plan whose index is in ``ids`` (the ``id`` of ``spark.range``),
     its partition's rows read here, in offset order, by delta-rs from the pinned versions,
-    sorted in ``memory`` (beyond it, spilled to the temporary directory)."""
+    sorted in ``memory`` (beyond it, spilled under Spark's directory for the task's files).
+    A partition DataFusion cannot read has ``unread`` (why) on its row instead; what it wrote
+    of it is left in the plan's version directory, which is never published."""
     schema = _arrow(T.StructType([*RECORD_FIELDS, T.StructField("raw", T.BooleanType())]))
     state_table, young_table = state.open(), young.open()
+    spill = SparkFiles.getRootDirectory()
     for batch in ids:
         for i in batch.column("id").to_pylist():
             plan = plans[i]
             writer = PlanWriter(plan)
-            for rows in delta_native.partition_log(
-                state_table, young_table, plan.topic, plan.partition, _ROW_COLUMNS, memory=memory
-            ):
-                writer.add(pa.Table.from_batches([rows]).select(schema.names).cast(schema))
+            try:
+                for rows in delta_native.partition_log(
+                    state_table,
+                    young_table,
+                    plan.topic,
+                    plan.partition,
+                    _ROW_COLUMNS,
+                    memory=memory,
+                    spill=spill,
+                ):
+                    writer.add(pa.Table.from_batches([rows]).select(schema.names).cast(schema))
+            except delta_native.SortError as e:
+                yield _result({"topic": plan.topic, "partition": plan.partition, "unread": str(e)})
+                continue
             yield _result(writer.finish())
 
 
@@ -311,9 +325,9 @@ class Materializer:
         plans = self.plans(topic=topic, partition=partition, force=force, erase=erase)
         if not plans:
             return []
-        by_tp = {(p.topic, p.partition): p for p in plans}
         with timed(log, f"materialise {len(plans)} partitions: write"):
-            results = self._write(plans)
+            plans, results = self._write(plans)
+        by_tp = {(p.topic, p.partition): p for p in plans}
         for key, plan in by_tp.items():
             if key not in results:  # no record left: the log end offset alone
                 results[key] = PlanWriter(plan).finish()
@@ -339,23 +353,34 @@ class Materializer:
         self.last_recopy = (sum(r["bytes"] for r in out), sum(p.read_bytes for p in plans))
         return out
 
-    def _write(self, plans: Sequence[Plan]) -> dict[tuple[str, int], dict[str, Any]]:
-        """Each plan's result row, its partition written on an executor: read there by delta-rs
-        (one task per partition, no shuffle, nothing through the JVM) where delta-rs opens both
-        tables, else by Spark."""
+    def _write(
+        self, plans: Sequence[Plan]
+    ) -> tuple[list[Plan], dict[tuple[str, int], dict[str, Any]]]:
+        """The plans as written and each one's result row, its partition written on an
+        executor: read there by delta-rs (one task per partition, no shuffle, nothing through
+        the JVM) where delta-rs opens both tables, else by Spark. A partition delta-rs could
+        not read (DataFusion's sort out of memory, a feature delta-rs lacks) is written again,
+        read by Spark, in a fresh version directory."""
         state, young = self.tables.state.pinned(self.spark), self.tables.young.pinned(self.spark)
         if state is None or young is None:
-            return self._write_from_spark(plans)
+            return list(plans), self._write_from_spark(plans)
         memory = delta_native.SORT_MEMORY
         written = self.spark.range(0, len(plans), 1, len(plans)).mapInArrow(
             lambda ids: write_pinned(ids, plans, state, young, memory), _RESULT
         )
-        try:
-            return {(r.topic, r.partition): r.asDict() for r in written.collect()}
-        except PythonException as e:  # DataFusion's sort out of memory, a feature delta-rs lacks
-            cause = root_cause(str(e))
-            log.warning("delta-rs could not read the due partitions, Spark does: %s", cause)
-            return self._write_from_spark(plans)
+        results = {(r.topic, r.partition): r.asDict() for r in written.collect()}
+        done, again = [], []
+        for plan in plans:
+            unread = results[(plan.topic, plan.partition)]["unread"]
+            if unread is None:
+                done.append(plan)
+                continue
+            log.warning("delta-rs could not read a due partition, Spark does: %s", unread)
+            version = new_version_directory(plan.topic, plan.partition, plan.version)
+            again.append(dataclasses.replace(plan, directory=version))
+        if again:
+            results.update(self._write_from_spark(again))
+        return done + again, results
 
     def _write_from_spark(self, plans: Sequence[Plan]) -> dict[tuple[str, int], dict[str, Any]]:
         by_tp = {(p.topic, p.partition): p for p in plans}

@@ -142,15 +142,16 @@ def config_settings(config: CompactorConfig, *, long_running: bool = False) -> d
     A session segcompact starts on its own (not from ``spark-submit``) for a config without
     catalog tables gets a temporary warehouse: nothing uses it, and Spark would otherwise
     leave an empty ``spark-warehouse/`` in the working directory. One that is not
-    ``long_running`` (``run --once``, a command) gets :data:`SHORT_LIVED_JVM`, unless
-    ``[spark]`` sets the driver's Java options itself.
+    ``long_running`` (``run --once``, a command) gets :data:`SHORT_LIVED_JVM` as the driver's
+    ``spark.driver.defaultJavaOptions`` unless ``[spark]`` sets that key; Spark adds
+    ``spark.driver.extraJavaOptions`` (from ``[spark]`` or ``spark-defaults.conf``) after it.
     """
     settings = {**config.storage.spark_settings(), **config.spark}
     if not _launched_by_spark_submit():
         if not any(map(is_table_name, config.state.tables())):
             settings.setdefault("spark.sql.warehouse.dir", _scratch_warehouse())
         if not long_running:
-            settings.setdefault("spark.driver.extraJavaOptions", SHORT_LIVED_JVM)
+            settings.setdefault("spark.driver.defaultJavaOptions", SHORT_LIVED_JVM)
     return settings
 
 

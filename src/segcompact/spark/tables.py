@@ -244,7 +244,11 @@ class Table:
         where = self._native_location(spark)
         if where is None:
             return None
-        return delta_native.Pinned(*where, int(delta_native.open_table(*where).version()))
+        try:
+            version = int(delta_native.open_table(*where).version())
+        except delta_native.DeltaError:
+            return None
+        return delta_native.Pinned(*where, version)
 
     def _native_location(self, spark: SparkSession) -> tuple[str, dict[str, str]] | None:
         """Where and how delta-rs opens the table; None when it cannot."""
