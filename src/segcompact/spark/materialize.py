@@ -371,10 +371,11 @@ class Materializer:
         results = {(r.topic, r.partition): r.asDict() for r in written.collect()}
         done, again = [], []
         for plan in plans:
-            unread = results[(plan.topic, plan.partition)]["unread"]
-            if unread is None:
+            key = (plan.topic, plan.partition)
+            if results[key]["unread"] is None:
                 done.append(plan)
                 continue
+            unread = results.pop(key)["unread"]  # Spark's row, if any record is left
             log.warning("delta-rs could not read a due partition, Spark does: %s", unread)
             version = new_version_directory(plan.topic, plan.partition, plan.version)
             again.append(dataclasses.replace(plan, directory=version))
