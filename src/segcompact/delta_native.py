@@ -149,11 +149,11 @@ def partition_log(
     wrong in DataFusion raises :class:`SortError`, in one line."""
     query = QueryBuilder({"datafusion.execution.target_partitions": "1"})
     query = query.register("state", state).register("young", young)
-    settings = [f"SET datafusion.runtime.memory_limit = {_string(memory)}"]
+    settings = [f"SET datafusion.runtime.memory_limit = {sql_text(memory)}"]
     if spill is not None:
-        settings.append(f"SET datafusion.runtime.temp_directory = {_string(spill)}")
+        settings.append(f"SET datafusion.runtime.temp_directory = {sql_text(spill)}")
     names = ", ".join(_identifier(c) for c in columns)
-    where = f'"topic" = {_string(topic)} AND "partition" = {int(partition)}'
+    where = f'"topic" = {sql_text(topic)} AND "partition" = {int(partition)}'
     sql = (
         f"SELECT {names}, false AS raw FROM state WHERE {where} UNION ALL "
         f'SELECT {names}, true AS raw FROM young WHERE {where} ORDER BY "offset"'
@@ -170,7 +170,8 @@ def _identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _string(value: str) -> str:
+def sql_text(value: str) -> str:
+    """``value`` as an SQL string literal."""
     return "'" + value.replace("'", "''") + "'"
 
 
@@ -236,5 +237,6 @@ __all__ = [
     "read",
     "schema_json",
     "smallest",
+    "sql_text",
     "vacuum",
 ]

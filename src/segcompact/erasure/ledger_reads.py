@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from segcompact.config import CompactorConfig
+from segcompact.delta_native import sql_text
 from segcompact.erasure.report import iso
 from segcompact.table_sql import NoTable, TableSql
 
@@ -70,7 +71,7 @@ def key_rows(
     """One key's live offsets (its state row; the newest of its young rows, not yet compacted)
     and its ledger rows (by its hash), their times as ISO strings."""
     q = sql.quote
-    where = f"topic = {_text(topic)} AND {q('partition')} = {int(partition)}"
+    where = f"topic = {sql_text(topic)} AND {q('partition')} = {int(partition)}"
     has_key = f"{where} AND {q('key')} = X'{key.hex()}'"
     try:
         live = {
@@ -80,7 +81,7 @@ def key_rows(
             .to_pylist()
         }
         young = sql.query(f"SELECT max({q('offset')}) FROM young WHERE {has_key}").column(0)
-        ledger = sql.query(f"SELECT * FROM ledger WHERE {where} AND key_hash = {_text(hashed)}")
+        ledger = sql.query(f"SELECT * FROM ledger WHERE {where} AND key_hash = {sql_text(hashed)}")
     except NoTable:
         return set(), []
     if young[0].as_py() is not None:
@@ -91,8 +92,3 @@ def key_rows(
         for r in read_rows(ledger)
     ]
     return live, shown
-
-
-def _text(value: str) -> str:
-    """``value`` as an SQL string literal."""
-    return "'" + value.replace("'", "''") + "'"
