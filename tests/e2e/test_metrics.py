@@ -55,6 +55,12 @@ def _scrape(
     }
 
 
+def _spark_name(name: str, labels: dict[str, str]) -> str:
+    """A partition's gauge as Spark's PrometheusServlet names it (Dropwizard has no labels)."""
+    gauge = name.removeprefix("segcompact_")
+    return f"metrics_job_driver_segcompact_{gauge}_{labels['topic']}_{labels['partition']}_Value"
+
+
 def test_metrics_of_a_running_job_match_its_tables(tmp_path: Path, spark_conf_dir: Path) -> None:
     root = tmp_path / "in"
     read = [
@@ -86,16 +92,25 @@ def test_metrics_of_a_running_job_match_its_tables(tmp_path: Path, spark_conf_di
         "run", "--config", path, cwd=tmp_path, spark_conf_dir=spark_conf_dir, env=env
     ) as job:
 
-        def merged() -> dict[Any, float] | None:
+        def merged() -> tuple[dict[Any, float], dict[Any, float]] | None:
             try:
                 samples = _scrape(port)
-            except OSError:
-                return None  # not listening yet
+                in_spark = _scrape(ui_port, "/metrics/prometheus")
+            except (OSError, ValueError):
+                return None  # not listening yet, or Spark's UI still answers with a page
             done = samples.get(("segcompact_uncleanable_partitions_count", ()), 0) == 1
-            return samples if done and samples[("segcompact_batches_total", ())] >= 1 else None
+            if not done or samples[("segcompact_batches_total", ())] < 1:
+                return None
+            # The job sets Spark's gauges just after its own registry: wait for them too.
+            spark_count = "metrics_job_driver_segcompact_uncleanable_partitions_count_Value"
+            synced = in_spark.get((spark_count, (("type", "gauges"),))) == 1 and all(
+                (_spark_name(name, dict(labels)), (("type", "gauges"),)) in in_spark
+                for name, labels in samples
+                if "topic" in dict(labels)
+            )
+            return (samples, in_spark) if synced else None
 
-        samples = wait_for("a scrape after the first batch", merged, running=job)
-        in_spark = _scrape(ui_port, "/metrics/prometheus")
+        samples, in_spark = wait_for("a scrape after the first batch", merged, running=job)
         rows = read_status(config, NOW_MS, lambda: pytest.fail("delta-rs reads these tables"))
         assert samples[("segcompact_query_active", ())] == 1
         job.terminate()
@@ -104,8 +119,7 @@ def test_metrics_of_a_running_job_match_its_tables(tmp_path: Path, spark_conf_di
     def at(name: str, topic: str, partition: int) -> float:
         value = samples[(name, (("partition", str(partition)), ("topic", topic)))]
         # Spark's sink has the same figure, named as Dropwizard (no labels) and its servlet do.
-        gauge = name.removeprefix("segcompact_")
-        spark_name = f"metrics_job_driver_segcompact_{gauge}_{topic}_{partition}_Value"
+        spark_name = _spark_name(name, {"topic": topic, "partition": str(partition)})
         assert in_spark[(spark_name, (("type", "gauges"),))] == value, spark_name
         return value
 
