@@ -107,6 +107,20 @@ def test_python_workers_run_this_interpreter(spark: SparkSession) -> None:
     assert row.python == f"{sys.prefix} {os.path.realpath(sys.executable)}"
 
 
+def test_python_workers_are_forked_with_the_tasks_code_imported(spark: SparkSession) -> None:
+    # The function is pickled by value and imports nothing of segcompact's itself.
+    @udf(returnType=StringType())
+    def preloaded() -> str:
+        import sys
+
+        wanted = ("segcompact.spark.source", "segcompact.spark.materialize", "deltalake")
+        return ",".join(name for name in wanted if name in sys.modules)
+
+    assert spark.conf.get("spark.python.daemon.module") == "segcompact.spark.daemon"
+    [row] = spark.range(1).select(preloaded().alias("modules")).collect()
+    assert row.modules == "segcompact.spark.source,segcompact.spark.materialize,deltalake"
+
+
 def test_missing_jars_say_to_run_make_setup(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

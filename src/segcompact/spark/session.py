@@ -71,6 +71,9 @@ _LOCAL_CONF: dict[str, str] = {
     "spark.driver.memory": "1g",
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
+    # Workers forked with segcompact's task code imported (each worker imported it again):
+    # about 2 CPU s less in a `run --once` of 268 MB.
+    "spark.python.daemon.module": "segcompact.spark.daemon",
 }
 
 
