@@ -39,7 +39,6 @@ from segcompact.manifest import Manifest, ManifestEntry
 from segcompact.spark.source import (
     SPARK_SCHEMA,
     SourceOptions,
-    manifest_key,
     pack,
     read_segments,
     register,
@@ -485,11 +484,9 @@ def test_options_parse_paths_and_defaults(tmp_path: Path, monkeypatch: pytest.Mo
     assert opts.roots == roots
     assert opts.rolled_only is True
     assert opts.max_segments_per_trigger is None
-    assert opts.manifest == str(
-        tmp_path / "checkpoints" / "kafka-segments" / manifest_key(roots, True)
-    )
-    assert manifest_key(roots, True) == manifest_key(roots[::-1], True)
-    assert manifest_key(roots, True) != manifest_key(roots, False)
+    assert opts.manifest is None  # no default: nothing lands in the working directory
+    named = SourceOptions.from_options({"path": "c", "manifest": "m"})
+    assert named.manifest == str(tmp_path / "m")
 
     # load([...]) passes a JSON array; option names are case-insensitive.
     opts = SourceOptions.from_options(
@@ -518,6 +515,17 @@ def test_a_bad_option_fails_the_query_with_its_message(spark: SparkSession, tmp_
     df = spark.readStream.format("kafka-segments").option("rolledOnly", "maybe").load(str(tmp_path))
     with pytest.raises(StreamingQueryException, match=r"option rolledOnly: 'maybe' is not allowed"):
         _start_and_wait(df, tmp_path)
+
+
+def test_a_streaming_read_without_a_manifest_fails_and_leaves_nothing(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _ = _layout(tmp_path / "in")
+    monkeypatch.chdir(tmp_path)
+    df = spark.readStream.format("kafka-segments").load(str(root))
+    with pytest.raises(StreamingQueryException, match=r"option manifest: a streaming read needs"):
+        _start_and_wait(df, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint", "in"]
 
 
 def _start_and_wait(df: Any, tmp_path: Path) -> None:

@@ -210,6 +210,7 @@ class Compactor:
         """What a ``run --once`` started now reads. Discovery runs here first, as the query's
         source runs it (it then finds the same segments, or ones rolled since as well)."""
         options = SourceOptions.from_options(self._source_options())
+        assert options.manifest is not None  # the job's options always name it
         manifest = Manifest(options.manifest, options.storage)
         manifest.discover(options.roots, rolled_only=options.rolled_only)
         return Backlog(manifest, QueryLog(query_dir(self.config), self.config.storage))

@@ -14,10 +14,10 @@ Options (names are case-insensitive, as for every Spark source):
 - ``paths``: comma-separated roots in Kafka log-dir layout (a JSON array also works, which is
   what ``load([...])`` passes); ``path`` (from ``load(path)``) is added to them.
 - ``rolledOnly`` [true]: leave out the active (highest) segment of each partition directory.
-- ``manifest``: the directory of the segment manifest (see :mod:`segcompact.manifest`).
-  Default: ``checkpoints/kafka-segments/<16 hex of SHA-256 of the sorted absolute roots and
-  rolledOnly>`` under the working directory of the Spark driver, so queries over the same roots
-  share one numbering. Relative paths resolve against that directory too. Deleting the manifest
+- ``manifest``: the directory of the segment manifest (see :mod:`segcompact.manifest`),
+  required by a streaming read (a batch read keeps none): one per query, beside its
+  checkpoint, as the compactor's job keeps it. Nothing is made in a directory the query did not
+  name. A relative path resolves against the driver's working directory. Deleting the manifest
   of a query whose checkpoint is kept is detected and refused.
 - ``maxSegmentsPerTrigger``: at most this many segments per micro-batch (``ReadMaxFiles``).
 - ``chunkRecords`` [65536], ``chunkBytes`` [33554432]: the size of the Arrow batches a segment
@@ -64,7 +64,6 @@ deleted or replaced while the checkpoint was kept.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -103,7 +102,6 @@ DEFAULT_CHUNK_RECORDS = 1 << 16
 DEFAULT_CHUNK_BYTES = 32 << 20
 DEFAULT_MAX_PARTITION_BYTES = 128 << 20  # as spark.sql.files.maxPartitionBytes
 DEFAULT_MAX_REDUCED_BYTES = 1 << 30  # Kafka's default segment size
-_MANIFEST_ROOT = os.path.join("checkpoints", "kafka-segments")
 
 # Spark's Kafka source makes every column nullable; so does this one (summary rows need it).
 SPARK_SCHEMA = StructType(
@@ -136,7 +134,7 @@ class SourceOptions:
 
     roots: tuple[str, ...]
     rolled_only: bool
-    manifest: str
+    manifest: str | None  # a streaming read's; a batch read keeps none
     max_segments_per_trigger: int | None
     chunk_records: int
     chunk_bytes: int
@@ -150,13 +148,11 @@ class SourceOptions:
         opts = {k.lower(): v for k, v in options.items()}
         roots = _roots(opts)
         rolled_only = _bool(opts, "rolledOnly", True)
-        manifest = opts.get("manifest") or os.path.join(
-            _MANIFEST_ROOT, manifest_key(roots, rolled_only)
-        )
+        manifest = opts.get("manifest")
         return cls(
             roots=roots,
             rolled_only=rolled_only,
-            manifest=_absolute(manifest),
+            manifest=_absolute(manifest) if manifest else None,
             max_segments_per_trigger=_positive(opts, "maxSegmentsPerTrigger"),
             chunk_records=_positive(opts, "chunkRecords") or DEFAULT_CHUNK_RECORDS,
             chunk_bytes=_positive(opts, "chunkBytes") or DEFAULT_CHUNK_BYTES,
@@ -175,16 +171,6 @@ class SourceOptions:
 def _absolute(location: str) -> str:
     """A local path made absolute (against the driver's working directory); a URI as it is."""
     return location if scheme_of(location) else os.path.abspath(location)
-
-
-def manifest_key(roots: Sequence[str], rolled_only: bool) -> str:
-    """16 hex digits naming the default manifest of these roots and ``rolledOnly``.
-
-    ``rolledOnly`` is part of it: a manifest that listed active segments for one query must not
-    hand them to another that is meant to wait for the roll.
-    """
-    key = json.dumps({"roots": sorted(roots), "rolledOnly": rolled_only})
-    return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def _roots(opts: Mapping[str, str]) -> tuple[str, ...]:
@@ -508,6 +494,11 @@ class KafkaSegmentsStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
     """
 
     def __init__(self, options: SourceOptions) -> None:
+        if options.manifest is None:
+            raise ConfigError(
+                "option manifest: a streaming read needs a directory for its segment manifest "
+                "(one per query, beside its checkpoint)"
+            )
         self.options = options
         self.manifest = Manifest(options.manifest, options.storage)
         # Set by Trigger.AvailableNow: the last seq this run may hand out.
