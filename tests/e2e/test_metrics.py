@@ -95,9 +95,12 @@ def test_metrics_of_a_running_job_match_its_tables(tmp_path: Path, spark_conf_di
         def merged() -> tuple[dict[Any, float], dict[Any, float]] | None:
             try:
                 samples = _scrape(port)
+            except OSError:
+                return None  # not listening yet
+            try:
                 in_spark = _scrape(ui_port, "/metrics/prometheus")
             except (OSError, ValueError):
-                return None  # not listening yet, or Spark's UI still answers with a page
+                return None  # Spark's UI not up, or still answering with a page
             done = samples.get(("segcompact_uncleanable_partitions_count", ()), 0) == 1
             if not done or samples[("segcompact_batches_total", ())] < 1:
                 return None

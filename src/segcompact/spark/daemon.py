@@ -14,7 +14,9 @@ from pyspark.daemon import manager
 PRELOADED = ("segcompact.spark.source", "segcompact.spark.materialize")
 
 for _module in PRELOADED:
-    with contextlib.suppress(ImportError):  # the task that needs it reports it
+    # Whatever fails here, the daemon starts: the task that needs the module then reports it
+    # (a daemon that dies before giving its port fails every Python task of the session).
+    with contextlib.suppress(Exception):
         importlib.import_module(_module)
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ Usage::
           .option("paths", "/data/kafka-logs,/mnt/archive")   # or .load("/data/kafka-logs")
           .option("rolledOnly", "true")
           .option("maxSegmentsPerTrigger", "100")
+          .option("manifest", "/data/checkpoints/segments/manifest")  # beside its checkpoint
           .load())
 
 Options (names are case-insensitive, as for every Spark source):
@@ -17,7 +18,9 @@ Options (names are case-insensitive, as for every Spark source):
 - ``manifest``: the directory of the segment manifest (see :mod:`segcompact.manifest`),
   required by a streaming read (a batch read keeps none): one per query, beside its
   checkpoint, as the compactor's job keeps it. Nothing is made in a directory the query did not
-  name. A relative path resolves against the driver's working directory. Deleting the manifest
+  name. A relative path resolves against the directory the Spark session was started from (the
+  JVM's). Earlier versions kept it under ``checkpoints/kafka-segments/`` there unless named:
+  name that directory to resume such a query. Deleting the manifest
   of a query whose checkpoint is kept is detected and refused.
 - ``maxSegmentsPerTrigger``: at most this many segments per micro-batch (``ReadMaxFiles``).
 - ``chunkRecords`` [65536], ``chunkBytes`` [33554432]: the size of the Arrow batches a segment
@@ -497,7 +500,8 @@ class KafkaSegmentsStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
         if options.manifest is None:
             raise ConfigError(
                 "option manifest: a streaming read needs a directory for its segment manifest "
-                "(one per query, beside its checkpoint)"
+                "(one per query, beside its checkpoint; earlier versions kept it under "
+                "./checkpoints/kafka-segments/ of the session's directory: name that to resume)"
             )
         self.options = options
         self.manifest = Manifest(options.manifest, options.storage)
