@@ -19,9 +19,9 @@ Options (names are case-insensitive, as for every Spark source):
   required by a streaming read (a batch read keeps none): one per query, beside its
   checkpoint, as the compactor's job keeps it. Nothing is made in a directory the query did not
   name. A relative path resolves against the directory the Spark session was started from (the
-  JVM's). Earlier versions kept it under ``checkpoints/kafka-segments/`` there unless named:
-  name that directory to resume such a query. Deleting the manifest
-  of a query whose checkpoint is kept is detected and refused.
+  JVM's). Earlier versions kept it in ``checkpoints/kafka-segments/<16 hex digits>/`` there
+  unless named: name that directory (the one with the hex name) to resume such a query.
+  Deleting the manifest of a query whose checkpoint is kept is detected and refused.
 - ``maxSegmentsPerTrigger``: at most this many segments per micro-batch (``ReadMaxFiles``).
 - ``chunkRecords`` [65536], ``chunkBytes`` [33554432]: the size of the Arrow batches a segment
   is decoded into (bounded memory per task).
@@ -500,8 +500,9 @@ class KafkaSegmentsStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
         if options.manifest is None:
             raise ConfigError(
                 "option manifest: a streaming read needs a directory for its segment manifest "
-                "(one per query, beside its checkpoint; earlier versions kept it under "
-                "./checkpoints/kafka-segments/ of the session's directory: name that to resume)"
+                "(one per query, beside its checkpoint; earlier versions kept it in "
+                "./checkpoints/kafka-segments/<16 hex digits>/ of the session's directory: "
+                "name that one to resume)"
             )
         self.options = options
         self.manifest = Manifest(options.manifest, options.storage)
