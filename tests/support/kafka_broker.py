@@ -360,8 +360,7 @@ class KafkaBroker:
         (self.directory / "log4j2.properties").write_text(_LOG4J2_PROPERTIES, encoding="utf-8")
 
     def _format(self) -> None:
-        # Kafka's Uuid text form: URL-safe base64 of 16 bytes without padding.
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self.cluster_id = _cluster_id()
         run_java_tool(
             "kafka.tools.StorageTool",
             "format",
@@ -463,3 +462,13 @@ class KafkaBroker:
 def _escape(value: str) -> str:
     # java.util.Properties treats backslashes as escapes (Windows paths, regexes).
     return value.replace("\\", "\\\\")
+
+
+def _cluster_id() -> str:
+    """A random id in Kafka's Uuid text form (URL-safe base64 of 16 bytes, unpadded), never one
+    that starts with ``-``, as Kafka's ``Uuid.randomUuid`` never makes: the storage tool's
+    command line would take it for an option (1 run in 64 failed to format its broker)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
