@@ -30,6 +30,7 @@ from segcompact.clock import Clock
 from segcompact.config import LONG_MAX, CompactorConfig, TopicConfig
 from segcompact.erasure.keyhash import SECRET_VARIABLE
 from segcompact.errors import ConfigError
+from segcompact.spark.held import hold, release, sized
 from segcompact.spark.ledger import record_deletes, sla_topics
 from segcompact.spark.partitions import (
     add_committed_counts,
@@ -109,15 +110,16 @@ class BatchMerger:
         """Apply one micro-batch.
 
         One pass decodes the batch (the source reduces a partition's segments in their task)
-        and caches per row the candidate record, if it is one, and the row's share of the
-        partition's numbers (no value or key of another row). Lagged topics' young rows, and
-        transactional records when there are any, take one more pass each.
+        and keeps for the batch's later jobs (``spark.held``) per row the candidate record, if
+        it is one, and the row's share of the partition's numbers (no value or key of another
+        row). Lagged topics' young rows, and transactional records when there are any, take one
+        more pass each.
         """
         if batch.rdd.getNumPartitions() == 0:
             return  # no segment: a new checkpoint's first batch (Spark runs it on nothing)
         now = self.clock.now_ms()
         known, starts = self._log_starts()
-        reduced = self._reduce(batch, starts).persist()
+        reduced = hold(self._reduce(batch, starts))
         self.last_stats = []
         txn: Transactions | None = None
         try:
@@ -155,6 +157,9 @@ class BatchMerger:
                     ledger_write=(f"{self.app_id}-ledger", batch_id),
                     one_per_key=one_per_key and committed is None,
                     fresh=[tp for tp in pairs if tp not in known],
+                    source_bytes={
+                        (r["topic"], r["partition"]): r["candidate_bytes"] for r in stats
+                    },
                 )
             if held:
                 young = self._classify(
@@ -186,9 +191,11 @@ class BatchMerger:
                     txn.pending, app_id=f"{self.app_id}-pending", version=batch_id
                 )
         finally:
-            reduced.unpersist()
-            if txn is not None:
-                txn.unpersist()
+            try:
+                release(reduced)
+            finally:
+                if txn is not None:
+                    txn.release()
         with timed(log, "settle"):
             self.settle(now)
 
@@ -255,7 +262,7 @@ class BatchMerger:
             "partition",
             F.when(candidate, F.col("key")).alias("key"),
             F.when(candidate, winner).alias("w"),
-            *row_shares(data, plain),
+            *row_shares(data, plain, candidate),
         )
 
     def settle(self, now_ms: int) -> None:
@@ -375,6 +382,7 @@ class BatchMerger:
         ledger_write: tuple[str, int] | None,
         one_per_key: bool = False,
         fresh: Collection[tuple[str, int]] = (),
+        source_bytes: Mapping[tuple[str, int], int] | None = None,
     ) -> None:
         """Merge keyed, classified records of ``partitions`` into the state: per key, the
         winner under its topic's strategy (``one_per_key``: the records are winners already),
@@ -384,7 +392,10 @@ class BatchMerger:
         each, written once: under the pair ``ledger_write`` for a batch, whose records were seen
         now; None for graduated ones (``ledger.record_deletes``). The winners of ``fresh``
         partitions, which the state holds no row of, are appended (with ``state_write``): a
-        MERGE into nothing costs a join for no match."""
+        MERGE into nothing costs a join for no match. ``source_bytes``: per partition, about
+        what a join would broadcast of its records, which decides whether the MERGE broadcasts
+        them when they come from the batch's held rows (``held.sized``; None: from a Delta
+        scan, which Delta sizes)."""
         topic = F.col("topic")
         best = records.withColumn("rank", rank_by_topic(topic, topics))
         if not one_per_key:
@@ -428,6 +439,8 @@ class BatchMerger:
                 self.tables.state.append(rows, app_id=f"{app_id}-new", version=version)
             partitions = [tp for tp in partitions if tp not in fresh]
             merged = source.where(~of_partitions(appended))
+        if source_bytes is not None:
+            merged = sized(merged, sum(source_bytes.get(tp, 0) for tp in partitions))
         target_rank = rank_by_topic(F.col("s.topic"), topics, table="t.")
         values: dict[str, str | Column] = {c.name: F.col(f"s.{c.name}") for c in STATE_SCHEMA}
         if partitions:

@@ -51,10 +51,21 @@ def of_partitions(partitions: Collection[tuple[str, int]], table: str = "") -> C
     )
 
 
-def row_shares(data: Column, plain: Column) -> list[Column]:
+def candidate_bytes() -> Column:
+    """About what a keyed record adds to the state MERGE's source where a join broadcasts it:
+    its topic and key, and 96 bytes for its partition, rank and the row's layout. Only the
+    MERGE's inner joins with the target can broadcast the source, and they read no value or
+    header. No loop over the headers either: it would take the decoding pass's projection out
+    of Spark's generated code."""
+    key = F.coalesce(F.octet_length(F.col("key")), F.lit(0))
+    return key + F.octet_length(F.col("topic")) + F.lit(96)
+
+
+def row_shares(data: Column, plain: Column, candidate: Column) -> list[Column]:
     """A decoded batch's row's share (summary rows included) of the numbers :func:`batch_stats`
     adds up per partition. ``data``: a data record (not a marker or a summary row); ``plain``: a
-    non-transactional data record at or above the log start."""
+    non-transactional data record at or above the log start; ``candidate``: a record the merge
+    takes (its size counts in ``candidate_bytes``)."""
     summary = F.col("segment_end")
     # The source's in-task reduction counts the candidates it left out, and the earliest
     # candidate's timestamp, on the summary row.
@@ -76,6 +87,7 @@ def row_shares(data: Column, plain: Column) -> list[Column]:
         # plain record stream), and how many they were.
         F.when(summary, F.coalesce(F.col("one_per_key"), F.lit(False))).alias("one_per_key"),
         F.when(summary, F.coalesce(F.col("reduced_segments"), F.lit(1))).alias("reduced_segments"),
+        F.when(candidate, candidate_bytes()).alias("candidate_bytes"),
     ]
 
 
@@ -98,6 +110,7 @@ def batch_stats(reduced: DataFrame) -> list[dict[str, Any]]:
             F.sum("txn_records").alias("txn_records"),
             F.sum("keyless_records").cast("long").alias("keyless_records"),
             F.sum("bad_version_headers").cast("long").alias("bad_version_headers"),
+            F.coalesce(F.sum("candidate_bytes"), F.lit(0)).cast("long").alias("candidate_bytes"),
             # All of the partition's segments reduced together (the sizes of disjoint groups
             # add up to their largest only if there is one), to one candidate per key.
             ((F.sum("segments") == F.max("reduced_segments")) & F.bool_and("one_per_key")).alias(
@@ -110,10 +123,13 @@ def batch_stats(reduced: DataFrame) -> list[dict[str, Any]]:
 
 
 def add_committed_counts(stats: list[dict[str, Any]], committed: DataFrame) -> None:
-    """Add the keyless and unreadable-version records among committed transactional ones."""
+    """Add the keyless and unreadable-version records among committed transactional ones, and
+    the size of the keyed ones (which the merge takes)."""
+    keyed = F.col("key").isNotNull()
     counts = committed.groupBy("topic", "partition").agg(
-        F.count(F.when(F.col("key").isNull(), 1)).alias("keyless"),
+        F.count(F.when(~keyed, 1)).alias("keyless"),
         F.count(F.when(F.col("bad_version"), 1)).alias("bad"),
+        F.coalesce(F.sum(F.when(keyed, candidate_bytes())), F.lit(0)).cast("long").alias("size"),
     )
     by_tp = {(r.topic, r.partition): r for r in counts.collect()}
     for r in stats:
@@ -121,6 +137,7 @@ def add_committed_counts(stats: list[dict[str, Any]], committed: DataFrame) -> N
         if c is not None:
             r["keyless_records"] += c.keyless
             r["bad_version_headers"] += c.bad
+            r["candidate_bytes"] += c.size
 
 
 def merge_batch_stats(

@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from segcompact.format.control import COMMIT_KEY
+from segcompact.spark.held import hold, release
 from segcompact.spark.tables import PENDING_SCHEMA, Table
 
 
@@ -22,12 +23,12 @@ from segcompact.spark.tables import PENDING_SCHEMA, Table
 class Transactions:
     """What one batch's transactional records and markers decide."""
 
-    everything: DataFrame  # pending rows and the batch's transactional rows (persisted)
+    everything: DataFrame  # pending rows and the batch's transactional rows (held)
     committed: DataFrame  # records decided as committed, with the batch's record columns
     pending: DataFrame  # the pending table's new rows
 
-    def unpersist(self) -> None:
-        self.everything.unpersist()
+    def release(self) -> None:
+        release(self.everything)
 
 
 def read_committed(
@@ -40,11 +41,11 @@ def read_committed(
     incoming = txn.withColumn(
         "commit", F.when(F.col("is_control"), F.col("key") == F.lit(COMMIT_KEY))
     ).select(*PENDING_SCHEMA.fieldNames())
-    everything = (
+    # Read for the state and the pending table: the batch decoded once.
+    everything = hold(
         pending.read(spark)
         .unionByName(incoming)
         .dropDuplicates(["topic", "partition", "producer_id", "offset"])
-        .persist()  # read for the state and the pending table: decode the batch once
     )
     markers = everything.where("is_control").select(
         "topic",
