@@ -41,8 +41,10 @@ def test_a_held_dataframe_is_computed_once_and_freed_on_release(spark: SparkSess
 
 
 def test_a_sized_held_dataframe_is_broadcast_only_when_small(spark: SparkSession) -> None:
-    def rows() -> DataFrame:  # of no size the planner knows, as the source's
-        return spark.sparkContext.parallelize([(i,) for i in range(1000)], 2).toDF(["k"])
+    def rows() -> DataFrame:  # of no size the planner knows, as the source's; in this session
+        return spark.createDataFrame(
+            spark.sparkContext.parallelize([(i,) for i in range(1000)], 2), "k long"
+        )
 
     left, right = hold(rows()), hold(rows())
 
