@@ -15,7 +15,8 @@ def test_a_short_lived_session_compiles_with_c1_alone_and_the_continuous_job_kee
     tmp_path: Path,
 ) -> None:
     config = load_config(write_config(tmp_path, [tmp_path / "in"]))
-    assert config_settings(config)[JAVA_OPTIONS] == SHORT_LIVED_JVM == "-XX:TieredStopAtLevel=1"
+    assert config_settings(config)[JAVA_OPTIONS] == SHORT_LIVED_JVM
+    assert SHORT_LIVED_JVM.split() == ["-XX:TieredStopAtLevel=1", "-XX:+UseParallelGC"]
     assert JAVA_OPTIONS not in config_settings(config, long_running=True)
 
 
