@@ -8,6 +8,7 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from segcompact.compaction.delete_records import Outcome, low_watermark
+from segcompact.spark.frames import local_frame
 from segcompact.spark.tables import Tables
 
 
@@ -33,7 +34,7 @@ def delete_records(
     ]
     if not moves:
         return outcomes
-    source = spark.createDataFrame(moves, "topic string, partition int, low long")
+    source = local_frame(spark, moves, "topic string, partition int, low long")
     (
         tables.partitions.delta(spark)
         .alias("t")

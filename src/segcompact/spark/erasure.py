@@ -51,6 +51,7 @@ from segcompact.erasure.schedule import (
     row_outcome,
     smallest_sla_ms,
 )
+from segcompact.spark.frames import local_frame
 from segcompact.spark.ledger import rows_frame, upsert
 from segcompact.spark.materialize import Materializer
 from segcompact.spark.tables import LEDGER_SCHEMA, Tables
@@ -244,8 +245,10 @@ class Eraser:
     def _clear_marks(self, marks: dict[tuple[str, int], int]) -> None:
         if not marks:
             return
-        source = self.spark.createDataFrame(
-            [(t, p, ms) for (t, p), ms in marks.items()], "topic string, partition int, ms long"
+        source = local_frame(
+            self.spark,
+            [(t, p, ms) for (t, p), ms in marks.items()],
+            "topic string, partition int, ms long",
         )
         (
             self.tables.partitions.delta(self.spark)
@@ -369,7 +372,8 @@ class Eraser:
         done in a round still open elsewhere does not wait for the others), and the
         ``tombstone_expired_at`` of the rows whose expired key it erased."""
         stage_cols = [f"{s}_at" for s in ROUND_STAGES]
-        opens = self.spark.createDataFrame(
+        opens = local_frame(
+            self.spark,
             [
                 (
                     r["round"],
@@ -382,7 +386,8 @@ class Eraser:
             ],
             "o_round long, o_topic string, o_partition int, o_state long, o_expired long",
         )
-        stages = self.spark.createDataFrame(
+        stages = local_frame(
+            self.spark,
             [
                 (
                     r["round"],

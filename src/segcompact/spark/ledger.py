@@ -20,6 +20,7 @@ from segcompact.config import TopicConfig
 from segcompact.erasure.keyhash import key_hash
 from segcompact.erasure.ledger_reads import DELETE
 from segcompact.erasure.schedule import Status
+from segcompact.spark.frames import local_frame
 from segcompact.spark.rules import per_topic
 from segcompact.spark.tables import LEDGER_SCHEMA, Table, timestamp
 
@@ -143,9 +144,7 @@ def rows_frame(spark: SparkSession, rows: Sequence[Mapping[str, Any]]) -> DataFr
             for f in LEDGER_SCHEMA
         ]
     )
-    df = spark.createDataFrame(
-        [tuple(r.get(f.name) for f in LEDGER_SCHEMA) for r in rows], as_longs
-    )
+    df = local_frame(spark, [tuple(r.get(f.name) for f in LEDGER_SCHEMA) for r in rows], as_longs)
     return df.select(
         *[
             F.timestamp_millis(F.col(f.name)).alias(f.name)

@@ -37,6 +37,7 @@ from segcompact.delta_native import Pinned
 from segcompact.format.arrow import column_buffers
 from segcompact.format.attributes import Compression, RecordAttr
 from segcompact.publication import Output, OutputFile, Publication, new_version_directory
+from segcompact.spark.frames import local_frame
 from segcompact.spark.partitions import of_partitions
 from segcompact.spark.tables import RECORD_FIELDS, Tables
 from segcompact.storage import Storage
@@ -401,7 +402,8 @@ class Materializer:
         return {(r.topic, r.partition): r.asDict() for r in written.collect()}
 
     def _record(self, results: list[dict[str, Any]], now: int) -> None:
-        source = self.spark.createDataFrame(
+        source = local_frame(
+            self.spark,
             [
                 (
                     r["topic"],

@@ -30,6 +30,7 @@ from segcompact.clock import Clock
 from segcompact.config import LONG_MAX, CompactorConfig, TopicConfig
 from segcompact.erasure.keyhash import SECRET_VARIABLE
 from segcompact.errors import ConfigError
+from segcompact.spark.frames import local_frame
 from segcompact.spark.held import hold, release, sized
 from segcompact.spark.ledger import record_deletes, sla_topics
 from segcompact.spark.partitions import (
@@ -231,8 +232,8 @@ class BatchMerger:
         columns = [rows.column(name).to_pylist() for name in rows.column_names]
         starts = list(zip(*columns, strict=True))
         known = {(topic, partition) for topic, partition, _ in starts}
-        return known, self.spark.createDataFrame(
-            starts, "topic string, partition int, log_start_offset long"
+        return known, local_frame(
+            self.spark, starts, "topic string, partition int, log_start_offset long"
         )
 
     def _reduce(self, batch: DataFrame, starts: DataFrame) -> DataFrame:
@@ -302,7 +303,7 @@ class BatchMerger:
             .agg(F.min(F.when(too_young, F.col("segment_base"))).alias("boundary"))
             .collect()
         ]
-        bounds = self.spark.createDataFrame(limits, "topic string, partition int, boundary long")
+        bounds = local_frame(self.spark, limits, "topic string, partition int, boundary long")
         ripe = (
             held.join(F.broadcast(bounds), ["topic", "partition"])
             .where(F.col("offset") < F.col("boundary"))

@@ -17,6 +17,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from segcompact.spark.frames import local_frame
 from segcompact.spark.tables import (
     SOURCE_AS_IS,
     Table,
@@ -155,8 +156,8 @@ def merge_batch_stats(
     SLA, merged straight into the state), the batch's records start the erasure clock
     (``erasure_from``). ``new``: the table holds a row of none of the batch's partitions, so
     the rows are appended (a MERGE into nothing costs a join for no match)."""
-    source = spark.createDataFrame(
-        [tuple(r[name] for name in _STATS_COLUMNS) for r in stats], _STATS_DDL
+    source = local_frame(
+        spark, [tuple(r[name] for name in _STATS_COLUMNS) for r in stats], _STATS_DDL
     ).alias("s")
     appended = F.when(
         F.col("s.topic").isin(list(erased)),

@@ -23,6 +23,7 @@ from segcompact.clock import epoch_ms
 from segcompact.config import CompactorConfig, is_table_name
 from segcompact.erasure.schedule import DAY_MS, EXPIRED, STAGES, retention_ms
 from segcompact.errors import ConfigError
+from segcompact.spark.frames import local_frame
 from segcompact.storage import Storage
 
 HEADERS = T.ArrayType(
@@ -447,7 +448,7 @@ class Tables:
         Delta's MERGE (10 s and more the first time, 2 s after) before a deadline counts on
         it."""
         for table in self.all().values():
-            empty = spark.createDataFrame([], table.schema)
+            empty = local_frame(spark, [], table.schema)
             (
                 table.delta(spark)
                 .alias("t")
