@@ -106,7 +106,9 @@ def batch_stats(reduced: DataFrame) -> list[dict[str, Any]]:
             F.sum("segments").cast("long").alias("segments"),
             F.sum("records").cast("long").alias("records"),
             F.min("first_dirty_timestamp").alias("first_dirty_timestamp"),
-            F.first("uncleanable_reason", ignorenulls=True).alias("uncleanable_reason"),
+            # Any one of the segments' reasons. A string in an aggregation buffer (``first``)
+            # would sort every row of the batch (a sort-based aggregate); a list is hashed.
+            F.get(F.collect_list("uncleanable_reason"), 0).alias("uncleanable_reason"),
             F.max_by("compression", "last_data_offset").cast("int").alias("compression"),
             F.sum("txn_records").alias("txn_records"),
             F.sum("keyless_records").cast("long").alias("keyless_records"),
