@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from segcompact.compaction.delete_records import Outcome, low_watermark
 from segcompact.spark.frames import local_frame
-from segcompact.spark.tables import Tables
+from segcompact.spark.tables import SOURCE_AS_IS, Tables, session_settings
 
 
 def delete_records(
@@ -35,19 +35,20 @@ def delete_records(
     if not moves:
         return outcomes
     source = local_frame(spark, moves, "topic string, partition int, low long")
-    (
-        tables.partitions.delta(spark)
-        .alias("t")
-        .merge(source.alias("s"), "t.topic = s.topic AND t.partition = s.partition")
-        .whenMatchedUpdate(
-            condition="s.low > t.log_start_offset",
-            set={
-                "log_start_offset": F.col("s.low"),
-                "updated_at": F.timestamp_millis(F.lit(now_ms)),
-            },
+    with session_settings(spark, SOURCE_AS_IS):  # local rows: nothing to copy
+        (
+            tables.partitions.delta(spark)
+            .alias("t")
+            .merge(source.alias("s"), "t.topic = s.topic AND t.partition = s.partition")
+            .whenMatchedUpdate(
+                condition="s.low > t.log_start_offset",
+                set={
+                    "log_start_offset": F.col("s.low"),
+                    "updated_at": F.timestamp_millis(F.lit(now_ms)),
+                },
+            )
+            .execute()
         )
-        .execute()
-    )
     below: Column = reduce(
         lambda a, b: a | b,
         [

@@ -54,7 +54,7 @@ from segcompact.erasure.schedule import (
 from segcompact.spark.frames import local_frame
 from segcompact.spark.ledger import rows_frame, upsert
 from segcompact.spark.materialize import Materializer
-from segcompact.spark.tables import LEDGER_SCHEMA, Tables
+from segcompact.spark.tables import LEDGER_SCHEMA, SOURCE_AS_IS, Tables, session_settings
 from segcompact.timing import timed
 
 _DV = "delta.enableDeletionVectors"
@@ -250,17 +250,18 @@ class Eraser:
             [(t, p, ms) for (t, p), ms in marks.items()],
             "topic string, partition int, ms long",
         )
-        (
-            self.tables.partitions.delta(self.spark)
-            .alias("t")
-            .merge(
-                source.alias("s"),
-                "t.topic = s.topic AND t.partition = s.partition "
-                "AND unix_millis(t.erasure_from) = s.ms",
+        with session_settings(self.spark, SOURCE_AS_IS):  # local rows: nothing to copy
+            (
+                self.tables.partitions.delta(self.spark)
+                .alias("t")
+                .merge(
+                    source.alias("s"),
+                    "t.topic = s.topic AND t.partition = s.partition "
+                    "AND unix_millis(t.erasure_from) = s.ms",
+                )
+                .whenMatchedUpdate(set={"erasure_from": F.lit(None).cast("timestamp")})
+                .execute()
             )
-            .whenMatchedUpdate(set={"erasure_from": F.lit(None).cast("timestamp")})
-            .execute()
-        )
 
     # -- advancing ---------------------------------------------------------------------------
 

@@ -39,7 +39,7 @@ from segcompact.format.attributes import Compression, RecordAttr
 from segcompact.publication import Output, OutputFile, Publication, new_version_directory
 from segcompact.spark.frames import local_frame
 from segcompact.spark.partitions import of_partitions
-from segcompact.spark.tables import RECORD_FIELDS, Tables
+from segcompact.spark.tables import RECORD_FIELDS, SOURCE_AS_IS, Tables, session_settings
 from segcompact.storage import Storage
 from segcompact.timing import timed
 
@@ -420,26 +420,29 @@ class Materializer:
             "dirty_bytes long, first_dirty long",
         )
         ts = F.timestamp_millis(F.lit(now))
-        (
-            self.tables.partitions.delta(self.spark)
-            .alias("t")
-            .merge(source.alias("s"), "t.topic = s.topic AND t.partition = s.partition")
-            .whenMatchedUpdate(
-                set={
-                    # Young rows were written raw: they stay dirty, their clock keeps running.
-                    "dirty_bytes": F.col("s.dirty_bytes"),
-                    "clean_bytes": F.greatest(F.col("s.bytes") - F.col("s.dirty_bytes"), F.lit(0)),
-                    "first_dirty_timestamp": F.timestamp_millis(F.col("s.first_dirty")),
-                    "first_dirty_appended_at": F.when(F.col("s.first_dirty").isNotNull(), ts),
-                    "last_materialized_at": ts,
-                    "materialized_version": F.col("s.version"),
-                    "materialized_log_start": F.col("t.log_start_offset"),
-                    "output_next_horizon": F.timestamp_millis(F.col("s.next_horizon")),
-                    "updated_at": ts,
-                }
+        with session_settings(self.spark, SOURCE_AS_IS):  # local rows: nothing to copy
+            (
+                self.tables.partitions.delta(self.spark)
+                .alias("t")
+                .merge(source.alias("s"), "t.topic = s.topic AND t.partition = s.partition")
+                .whenMatchedUpdate(
+                    set={
+                        # Young rows were written raw: they stay dirty, their clock keeps running.
+                        "dirty_bytes": F.col("s.dirty_bytes"),
+                        "clean_bytes": F.greatest(
+                            F.col("s.bytes") - F.col("s.dirty_bytes"), F.lit(0)
+                        ),
+                        "first_dirty_timestamp": F.timestamp_millis(F.col("s.first_dirty")),
+                        "first_dirty_appended_at": F.when(F.col("s.first_dirty").isNotNull(), ts),
+                        "last_materialized_at": ts,
+                        "materialized_version": F.col("s.version"),
+                        "materialized_log_start": F.col("t.log_start_offset"),
+                        "output_next_horizon": F.timestamp_millis(F.col("s.next_horizon")),
+                        "updated_at": ts,
+                    }
+                )
+                .execute()
             )
-            .execute()
-        )
 
 
 def _files(result: dict[str, Any]) -> tuple[OutputFile, ...]:

@@ -329,16 +329,17 @@ class BatchMerger:
                 .agg(F.min("timestamp").alias("appended_at")),
                 now_ms,
             )
-        (
-            self.tables.young.delta(self.spark)
-            .alias("t")
-            .merge(
-                bounds.alias("b"),
-                "t.topic = b.topic AND t.partition = b.partition AND t.offset < b.boundary",
+        with session_settings(self.spark, SOURCE_AS_IS):  # local rows: nothing to copy
+            (
+                self.tables.young.delta(self.spark)
+                .alias("t")
+                .merge(
+                    bounds.alias("b"),
+                    "t.topic = b.topic AND t.partition = b.partition AND t.offset < b.boundary",
+                )
+                .whenMatchedDelete()
+                .execute()
             )
-            .whenMatchedDelete()
-            .execute()
-        )
 
     # -- compaction ------------------------------------------------------------------------
 
