@@ -3,8 +3,8 @@
 ``spark.createDataFrame`` of a Python list parallelises the pickled rows, and every job that
 reads them unpickles them in Python workers: a task per default-parallelism slot, under a
 Python daemon of their own (the pickled-RDD path keeps another worker environment than the
-SQL one). That was 1.1 CPU s of a `run --once` for three rows. Built as Arrow instead, the rows
-stay in the plan as a local relation: no worker, no task.
+SQL one): a daemon and two workers, 1.4 CPU s of a `run --once` of 268 MB. Built as Arrow
+instead, the rows stay in the plan as a local relation: no worker, no task.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ def local_frame(
     spark: SparkSession, rows: Sequence[Sequence[Any]], schema: T.StructType | str
 ) -> DataFrame:
     """``rows`` (tuples in the schema's column order) as a DataFrame of ``schema`` (a struct or
-    DDL). A naive ``datetime`` is local time, as ``createDataFrame`` and ``collect`` take it."""
+    DDL). A naive ``datetime`` is local time, as ``createDataFrame`` and ``collect`` take it;
+    a timestamp column takes nothing else (Arrow would read a number as microseconds)."""
     struct = schema if isinstance(schema, T.StructType) else T.StructType.fromDDL(schema)
     if not isinstance(struct, T.StructType):
         raise ValueError(f"not a row's schema: {schema}")
@@ -42,6 +43,7 @@ def local_frame(
 
 
 def _aware(values: list[Any]) -> list[Any]:
-    return [
-        v.astimezone() if isinstance(v, dt.datetime) and v.tzinfo is None else v for v in values
-    ]
+    for v in values:
+        if v is not None and not isinstance(v, dt.datetime):
+            raise TypeError(f"a timestamp column takes a datetime, not {type(v).__name__} {v!r}")
+    return [v.astimezone() if v is not None and v.tzinfo is None else v for v in values]

@@ -21,6 +21,7 @@ import contextlib
 import functools
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -56,10 +57,6 @@ _BASE_CONF: dict[str, str] = {
     # Kafka timestamps are epoch milliseconds; render and truncate them the same everywhere.
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    # The state tables are partitioned by (topic, partition): without open writers to spare,
-    # every write first sorts its rows by partition (0.8 CPU s of `run --once` on 268 MB for
-    # 400,000 winners). A task with more partitions than this sorts the rest, as before.
-    "spark.sql.maxConcurrentOutputFileWriters": "8",
 }
 
 # A small local machine (tests run on two cores): few shuffle partitions, no UI, loopback only.
@@ -78,6 +75,11 @@ _LOCAL_CONF: dict[str, str] = {
     # Workers forked with segcompact's task code imported (each worker imported it again):
     # about 2 CPU s less in a `run --once` of 268 MB.
     "spark.python.daemon.module": "segcompact.spark.daemon",
+    # The state tables are partitioned by (topic, partition): without open writers to spare,
+    # every write first sorts its rows by partition (0.8 CPU s of `run --once` on 268 MB for
+    # 400,000 winners). A task with more partitions than this sorts the rest, as before. Not on
+    # a cluster: each open writer buffers a row group outside Spark's memory accounting.
+    "spark.sql.maxConcurrentOutputFileWriters": "8",
 }
 
 
@@ -152,13 +154,21 @@ def config_settings(config: CompactorConfig, *, long_running: bool = False) -> d
     ``long_running`` (``run --once``, a command) gets :data:`SHORT_LIVED_JVM` as the driver's
     ``spark.driver.defaultJavaOptions`` unless ``[spark]`` sets that key; Spark adds
     ``spark.driver.extraJavaOptions`` (from ``[spark]`` or ``spark-defaults.conf``) after it.
+    Where ``[spark]``'s ``spark.driver.extraJavaOptions``, ``JAVA_TOOL_OPTIONS`` or
+    ``_JAVA_OPTIONS`` chooses a garbage collector, the compiler option goes alone.
     """
     settings = {**config.storage.spark_settings(), **config.spark}
     if not _launched_by_spark_submit():
         if not any(map(is_table_name, config.state.tables())):
             settings.setdefault("spark.sql.warehouse.dir", _scratch_warehouse())
         if not long_running:
-            settings.setdefault("spark.driver.defaultJavaOptions", SHORT_LIVED_JVM)
+            own = [settings.get("spark.driver.extraJavaOptions", "")]
+            own += [os.environ.get(v, "") for v in ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS")]
+            # A JVM given two collectors refuses to start: one chosen elsewhere stays alone.
+            chosen = any(_CHOOSES_GC.search(options) for options in own)
+            settings.setdefault(
+                "spark.driver.defaultJavaOptions", C1_ONLY if chosen else SHORT_LIVED_JVM
+            )
     return settings
 
 
@@ -167,7 +177,9 @@ def config_settings(config: CompactorConfig, *, long_running: bool = False) -> d
 # segments from 55.6 to 42.4 (wall 36.7 to 33.8 s). The parallel collector does without G1's
 # concurrent marking and remembered sets: 1.5 CPU s less of `run --once` on 268 MB (30.2 to
 # 28.6, 4 runs each), none on an empty source. The continuous job keeps C2 and G1.
-SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
+C1_ONLY = "-XX:TieredStopAtLevel=1"
+SHORT_LIVED_JVM = f"{C1_ONLY} -XX:+UseParallelGC"
+_CHOOSES_GC = re.compile(r"-XX:\+Use\w+GC\b")
 
 
 @functools.cache
