@@ -43,7 +43,6 @@ failure in the smoke test; nothing here asserts a time.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import re
@@ -332,14 +331,7 @@ def segcompact_config(
     work: Path, source: Path, segment_bytes: int, spark: dict[str, str] | None
 ) -> Path:
     """Kafka's topic defaults but the segment size, which is the topic's."""
-    path = write_config(work, [source], defaults={"segment.bytes": segment_bytes})
-    if spark:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(
-                "[spark]\n"
-                + "".join(f"{json.dumps(k)} = {json.dumps(v)}\n" for k, v in spark.items())
-            )
-    return path
+    return write_config(work, [source], defaults={"segment.bytes": segment_bytes}, spark=spark)
 
 
 def run_segcompact(

@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+import pyspark
 import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
@@ -122,6 +123,27 @@ def test_python_workers_are_forked_with_the_tasks_code_imported(spark: SparkSess
     assert row.modules == (
         "segcompact.spark.daemon,segcompact.spark.source,segcompact.spark.materialize,deltalake"
     )
+
+
+def test_python_workers_import_pyspark_compiled_not_from_sparks_zip(spark: SparkSession) -> None:
+    # A module imported from Spark's pyspark.zip is compiled again in every Python process.
+    if "SPARK_HOME" in os.environ:
+        pytest.skip("SPARK_HOME is set: the session runs from that Spark home, zips included")
+
+    @udf(returnType=StringType())
+    def imported_from() -> str:
+        import os
+
+        import pyspark.daemon
+
+        return f"{pyspark.daemon.__file__} {os.environ.get('PYTHONPATH')}"
+
+    [row] = spark.range(1).select(imported_from().alias("where")).collect()
+    module, path = row.where.split(" ", 1)
+    assert module == str(Path(pyspark.__file__).parent / "daemon.py"), module
+    # Spark still names the zip first on the path: it is not in the home the JVM was given.
+    first = path.split(os.pathsep)[0]
+    assert first.endswith("pyspark.zip") and not os.path.exists(first), path
 
 
 def test_missing_jars_say_to_run_make_setup(

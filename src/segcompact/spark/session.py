@@ -33,6 +33,7 @@ from pyspark.sql import SparkSession
 
 from segcompact.config.locations import is_table_name
 from segcompact.errors import SegcompactError
+from segcompact.spark.spark_home import spark_home, unzipped_home
 from segcompact.storage import Storage
 from segcompact.timing import timed
 
@@ -103,6 +104,7 @@ def get_spark(
         return active
 
     settings = dict(_BASE_CONF)
+    home = None  # Spark's own
     builder = SparkSession.builder.appName(app_name)
     if master is None and _launched_by_spark_submit():
         pass  # master, jars and resources come from spark-submit's command line
@@ -118,9 +120,11 @@ def get_spark(
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             settings.update(_LOCAL_CONF)
     settings.update(conf or {})
+    if master is not None and master.startswith("local"):
+        home = unzipped_home(settings)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    with timed(log, "Spark session"), _stderr_to(jvm_output):
+    with timed(log, "Spark session"), _stderr_to(jvm_output), spark_home(home):
         return builder.getOrCreate()
 
 

@@ -1,0 +1,99 @@
+"""The Spark home a local session's JVM starts from: pip's pyspark without its zipped Python.
+
+Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` and py4j's zip first on every Python
+process it starts, and Python caches no compiled module it imports from a zip: each of those
+processes compiles pyspark from source again, about 0.65 CPU s each (the workers' daemon, the
+daemons that look up, create and plan a Python data source, the streaming source's runner: 3
+to 4 CPU s of a ``run --once``). When the Spark home is the pip-installed pyspark the driver
+runs, and the workers run this interpreter (which imports that same pyspark, compiled), the
+JVM gets a Spark home of links to the real one's entries, less the two zips.
+
+The links live in the user's cache directory (``$XDG_CACHE_HOME``, else ``~/.cache``), one
+directory per pyspark install, made once: the JVM opens its jars through them until it exits,
+after any of this process's exit handlers. Where there is none to write, or ``SPARK_HOME`` is
+set, or the workers run another Python (``PYSPARK_PYTHON``, ``spark.pyspark.python``), Spark's
+own home is used, as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pyspark
+from pyspark.find_spark_home import _find_spark_home
+
+# Under the real home: what the JVM's Python workers would import from.
+_ZIPPED = Path("python", "lib")
+
+
+def unzipped_home(settings: Mapping[str, str]) -> str | None:
+    """A Spark home without the zipped Python for a local session with these settings, or
+    None where Spark's own should be used."""
+    if "SPARK_HOME" in os.environ:
+        return None
+    python = settings.get("spark.pyspark.python") or os.environ.get(
+        "PYSPARK_PYTHON", sys.executable
+    )
+    if os.path.abspath(shutil.which(python) or python) != os.path.abspath(sys.executable):
+        return None  # another interpreter may import pyspark from the zip only
+    real = Path(_find_spark_home()).resolve()
+    if real != Path(pyspark.__file__).parent.resolve() or not (real / _ZIPPED).is_dir():
+        return None  # a Spark distribution, whose zip is its own Python
+    try:
+        return str(_links(real))
+    except (OSError, RuntimeError):  # RuntimeError: no home directory to find
+        return None
+
+
+@contextlib.contextmanager
+def spark_home(home: str | None) -> Iterator[None]:
+    """``SPARK_HOME`` is ``home`` (if not None) while the block starts the JVM."""
+    if home is None:
+        yield
+        return
+    os.environ["SPARK_HOME"] = home
+    try:
+        yield
+    finally:
+        del os.environ["SPARK_HOME"]
+
+
+def _links(real: Path) -> Path:
+    """The directory of links to ``real``'s entries, less ``python/lib``'s zips: made once."""
+    entries = sorted(p.name for p in real.iterdir() if p.name != "__pycache__")
+    digest = hashlib.sha256("\0".join([str(real), pyspark.__version__, *entries]).encode())
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    home = cache / "segcompact" / f"spark-home-{digest.hexdigest()[:16]}"
+    if home.is_dir():
+        return home
+    home.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=".building-", dir=home.parent))
+    try:
+        _mirror(real, building, depth=len(_ZIPPED.parts))
+        try:
+            building.rename(home)
+        except OSError:
+            if not home.is_dir():  # not another process that made it first
+                raise
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return home
+
+
+def _mirror(real: Path, into: Path, *, depth: int) -> None:
+    """Links in ``into`` to ``real``'s entries, but the directories on the way to ``python/lib``
+    are made with links to their own entries, and its zips are left out."""
+    into.mkdir(exist_ok=True)
+    on_the_way = _ZIPPED.parts[len(_ZIPPED.parts) - depth] if depth else None
+    for entry in real.iterdir():
+        if entry.name == on_the_way and entry.is_dir():
+            _mirror(entry, into / entry.name, depth=depth - 1)
+        elif not (depth == 0 and entry.suffix == ".zip"):
+            (into / entry.name).symlink_to(entry)

@@ -1,0 +1,87 @@
+"""The Spark home a local session's JVM starts from: pip's pyspark less its zipped Python."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from segcompact.spark.spark_home import spark_home, unzipped_home
+
+REAL = Path(pyspark.__file__).parent.resolve()
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache directory of this test's own, no SPARK_HOME, workers running this Python."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    return tmp_path / "cache"
+
+
+def test_the_home_links_to_pysparks_own_entries_without_the_zips(cache: Path) -> None:
+    home = unzipped_home({})
+    assert home is not None and Path(home).parent == cache / "segcompact"
+    assert (Path(home) / "bin" / "spark-submit").resolve() == REAL / "bin" / "spark-submit"
+    assert (Path(home) / "jars").resolve() == REAL / "jars"
+    # What a worker would import first is gone; the rest of python/lib is there.
+    real_lib = REAL / "python" / "lib"
+    assert {p.name for p in real_lib.glob("*.zip")} >= {"pyspark.zip"}
+    lib = Path(home) / "python" / "lib"
+    assert lib.is_dir() and not lib.is_symlink()
+    assert {p.name for p in lib.iterdir()} == {
+        p.name for p in real_lib.iterdir() if p.suffix != ".zip"
+    }
+    assert {p.name for p in Path(home).iterdir()} - {"__pycache__"} == {
+        p.name for p in REAL.iterdir()
+    } - {"__pycache__"}
+
+
+def test_the_home_is_made_once_and_found_again(cache: Path) -> None:
+    first = unzipped_home({})
+    assert first is not None
+    marker = Path(first) / "python" / "marker"
+    marker.write_text("")
+    assert unzipped_home({}) == first and marker.exists()
+    assert [p.name for p in (cache / "segcompact").iterdir()] == [Path(first).name]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "settings"),
+    [
+        ("SPARK_HOME", str(REAL), {}),  # the user's own Spark home
+        ("PYSPARK_PYTHON", "/usr/bin/python3", {}),  # workers run another Python
+        ("PYSPARK_PYTHON", sys.executable, {"spark.pyspark.python": "/usr/bin/python3"}),
+    ],
+)
+def test_spark_s_own_home_where_the_workers_may_need_the_zips(
+    cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    value: str,
+    settings: dict[str, str],
+) -> None:
+    monkeypatch.setenv(variable, value)
+    assert unzipped_home(settings) is None
+    assert not cache.exists()
+
+
+def test_spark_s_own_home_where_no_cache_can_be_written(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file"))
+    assert unzipped_home({}) is None
+
+
+def test_spark_home_is_set_for_the_block_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    with spark_home("/somewhere"):
+        assert os.environ["SPARK_HOME"] == "/somewhere"
+    assert "SPARK_HOME" not in os.environ
+    with spark_home(None):
+        assert "SPARK_HOME" not in os.environ
