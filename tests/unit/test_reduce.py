@@ -358,6 +358,43 @@ def test_a_segment_whose_survivors_do_not_fit_is_read_twice_and_still_reduced() 
     assert reducer.folded == 4000 - 1 - 2000 and reducer.one_per_key
 
 
+def test_held_rows_near_the_quarter_are_copied_once_per_eighth_and_never_past_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows on the fronts that sit just under a quarter of the budget stay held (one pass):
+    they are filtered again only once an eighth of the budget has come in since, not at every
+    chunk (each refilter copies them all), and never take more than three eighths of it. Rows
+    that outgrow the quarter are dropped before they take much more than it."""
+    budget = 1 << 22
+    refilters: list[int] = []
+    refilter = SegmentReducer._refilter
+
+    def counted(self: SegmentReducer) -> None:
+        refilters.append(self._held_bytes)
+        refilter(self)
+
+    monkeypatch.setattr(SegmentReducer, "_refilter", counted)
+
+    def held_peak(keys: int) -> tuple[SegmentReducer, int, int]:
+        rows = [record(o, key=b"k%05d" % (o % keys), value=b"v" * 1000) for o in range(16000)]
+        reducer, peak, added = SegmentReducer(Ranking(), budget_bytes=budget), 0, 0
+        for at in range(0, len(rows), 250):
+            chunk = batch(rows[at : at + 250])
+            added += chunk.nbytes
+            list(reducer.add(chunk))
+            peak = max(peak, reducer._held_bytes)
+        list(reducer.finish())
+        return reducer, peak, added
+
+    chunk = 250 * batch([record(0, key=b"k00000", value=b"v" * 1000)]).nbytes
+    reducer, peak, added = held_peak(900)  # about 0.9 MB on the fronts: under the quarter
+    assert not reducer.rescan and reducer.one_per_key
+    assert budget // 4 < peak <= 3 * budget // 8 + chunk
+    assert 4 <= len(refilters) <= 2 + added // (budget // 8)
+    reducer, peak, _ = held_peak(4000)  # about 4 MB: read twice
+    assert reducer.rescan and peak <= budget // 4 + chunk
+
+
 def test_a_fronts_peak_counts_the_table_it_would_grow_into() -> None:
     """The reducer ends a round before a chunk whose keys could grow the table past its
     budget: for a moment the new table (twice the size) sits beside the old one."""

@@ -18,13 +18,14 @@ compaction can still use.
 
 Memory is bounded by ``budget_bytes`` (and a chunk), as Kafka's cleaner bounds its offset map
 and reads a segment twice. While the rows on the fronts fit a quarter of the budget, they are
-held (and filtered again as later records supersede them, each time their bytes have doubled)
-and leave when the log ends: one pass. When they do not (a log of many distinct keys), they
-are dropped and the fronts alone go on, holding keys and ranks but no values; the log is then
-decoded a second time (:attr:`SegmentReducer.rescan`, :meth:`SegmentReducer.again`) and
-the records still on a front leave as they come. When a chunk could take the fronts past the
-budget, a round ends before it (what it kept leaves, or is marked for the second pass) and new
-fronts start; the merge reduces across rounds as it does across tasks.
+held (and filtered again as later records supersede them, when their bytes have doubled or
+grown by an eighth of the budget: up to three eighths of it then) and leave when the log ends:
+one pass. When they do not (a log of many distinct keys), they are dropped and the fronts
+alone go on, holding keys and ranks but no values; the log is then decoded a second time
+(:attr:`SegmentReducer.rescan`, :meth:`SegmentReducer.again`) and the records still on a
+front leave as they come. When a chunk could take the fronts past the budget, a round ends
+before it (what it kept leaves, or is marked for the second pass) and new fronts start; the
+merge reduces across rounds as it does across tasks.
 """
 
 from __future__ import annotations
@@ -207,16 +208,24 @@ class SegmentReducer:
         if not self.rescan:
             keep = np.frombuffer(alive, np.bool_)
             self._hold(chunk.filter(pa.array(keep)), first + np.flatnonzero(keep))
-            if self._held_bytes > self._refilter_at:
-                self._refilter()
-                if self._held_bytes > self.budget_bytes // 4:
-                    # The fronts' rows do not fit: drop them, decide them in a second pass.
-                    self._rescan_from, self._raw_from = self._round_start, self._seen
-                    self._held, self._held_bytes = [], 0
-                    pa.default_memory_pool().release_unused()
-                self._refilter_at = max(
-                    self.budget_bytes // 8, min(2 * self._held_bytes, self.budget_bytes // 4)
-                )
+            self._bound_held()
+
+    def _bound_held(self) -> None:
+        """Drop every held row for a second pass once those still on a front take more than a
+        quarter of the budget; else filter them again when their bytes have doubled, or grown
+        by an eighth of the budget (each refilter copies every row held: near the quarter,
+        it waits for that many new ones)."""
+        cap = self.budget_bytes // 4
+        if self._held_bytes > cap and self._live_bytes() > cap:
+            self._rescan_from, self._raw_from = self._round_start, self._seen
+            self._held, self._held_bytes = [], 0
+            pa.default_memory_pool().release_unused()
+        elif self._held_bytes > self._refilter_at:
+            self._refilter()
+            self._refilter_at = max(
+                self.budget_bytes // 8,
+                min(2 * self._held_bytes, self._held_bytes + self.budget_bytes // 8),
+            )
 
     def finish(self) -> Iterator[pa.RecordBatch]:
         """The rows still on a front (or, with :attr:`rescan`, what the second pass needs to
@@ -284,6 +293,13 @@ class SegmentReducer:
         """Whether these records (by id) are on their fronts now."""
         relative = (ids - self._round_start).astype(np.int64)
         return np.frombuffer(self._front.alive(relative), np.bool_)
+
+    def _live_bytes(self) -> int:
+        """About what the held rows still on a front take (no copy)."""
+        live = 0
+        for rows, ids in self._held:
+            live += rows.nbytes * int(np.count_nonzero(self._alive(ids))) // rows.num_rows
+        return live
 
     def _refilter(self) -> None:
         """Drop the held rows that later records took off their fronts."""
