@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from segcompact.config import load_config
-from segcompact.spark.session import SHORT_LIVED_JVM, config_settings
+from segcompact.spark.session import SHORT_LIVED_ANY_GC, SHORT_LIVED_JVM, config_settings
 from tests.support.config import write_config
 
 JAVA_OPTIONS = "spark.driver.defaultJavaOptions"
@@ -20,7 +20,11 @@ def test_a_short_lived_session_compiles_with_c1_alone_and_the_continuous_job_kee
         monkeypatch.delenv(name, raising=False)
     config = load_config(write_config(tmp_path, [tmp_path / "in"]))
     assert config_settings(config)[JAVA_OPTIONS] == SHORT_LIVED_JVM
-    assert SHORT_LIVED_JVM.split() == ["-XX:TieredStopAtLevel=1", "-XX:+UseParallelGC"]
+    assert SHORT_LIVED_JVM.split() == [
+        "-XX:TieredStopAtLevel=1",
+        "-XX:MetaspaceSize=256m",
+        "-XX:+UseParallelGC",
+    ]
     assert JAVA_OPTIONS not in config_settings(config, long_running=True)
 
 
@@ -53,7 +57,8 @@ def test_a_collector_chosen_elsewhere_is_not_given_a_second_one(
     else:
         monkeypatch.setenv(variable, options)
     config = load_config(write_config(tmp_path, [tmp_path / "in"], spark=spark))
-    assert config_settings(config)[JAVA_OPTIONS] == "-XX:TieredStopAtLevel=1"
+    assert config_settings(config)[JAVA_OPTIONS] == SHORT_LIVED_ANY_GC
+    assert "GC" not in SHORT_LIVED_ANY_GC
 
 
 def test_other_java_options_keep_the_parallel_collector(

@@ -159,7 +159,7 @@ def config_settings(config: CompactorConfig, *, long_running: bool = False) -> d
     ``spark.driver.defaultJavaOptions`` unless ``[spark]`` sets that key; Spark adds
     ``spark.driver.extraJavaOptions`` (from ``[spark]`` or ``spark-defaults.conf``) after it.
     Where ``[spark]``'s ``spark.driver.extraJavaOptions``, ``JAVA_TOOL_OPTIONS`` or
-    ``_JAVA_OPTIONS`` chooses a garbage collector, the compiler option goes alone.
+    ``_JAVA_OPTIONS`` chooses a garbage collector, the collector is left out.
     """
     settings = {**config.storage.spark_settings(), **config.spark}
     if not _launched_by_spark_submit():
@@ -171,18 +171,22 @@ def config_settings(config: CompactorConfig, *, long_running: bool = False) -> d
             # A JVM given two collectors refuses to start: one chosen elsewhere stays alone.
             chosen = any(_CHOOSES_GC.search(options) for options in own)
             settings.setdefault(
-                "spark.driver.defaultJavaOptions", C1_ONLY if chosen else SHORT_LIVED_JVM
+                "spark.driver.defaultJavaOptions", SHORT_LIVED_ANY_GC if chosen else SHORT_LIVED_JVM
             )
     return settings
 
 
 # A JVM that lives seconds to minutes spends more CPU in C2's compiles than their code saves:
 # C1 alone took `run --once` on an empty source from 15.5 to 9.2 CPU s, and on 1 GiB of
-# segments from 55.6 to 42.4 (wall 36.7 to 33.8 s). The parallel collector does without G1's
-# concurrent marking and remembered sets: 1.5 CPU s less of `run --once` on 268 MB (30.2 to
-# 28.6, 4 runs each), none on an empty source. The continuous job keeps C2 and G1.
-C1_ONLY = "-XX:TieredStopAtLevel=1"
-SHORT_LIVED_JVM = f"{C1_ONLY} -XX:+UseParallelGC"
+# segments from 55.6 to 42.4 (wall 36.7 to 33.8 s). Loading Spark's and Delta's classes passes
+# the metaspace's default first threshold (about 21 MiB) and each raised one after it, a full
+# collection each time: from 256 MiB on, `run --once` on 268 MB had one full collection
+# instead of five and spent 1.7 CPU s collecting instead of 2.0 to 2.2 (the JVM's GC log). The
+# parallel collector does without G1's concurrent marking and remembered sets: 1.5 CPU s less
+# of `run --once` on 268 MB (30.2 to 28.6, 4 runs each), none on an empty source. The
+# continuous job keeps C2, G1 and the default metaspace threshold.
+SHORT_LIVED_ANY_GC = "-XX:TieredStopAtLevel=1 -XX:MetaspaceSize=256m"
+SHORT_LIVED_JVM = f"{SHORT_LIVED_ANY_GC} -XX:+UseParallelGC"
 _CHOOSES_GC = re.compile(r"-XX:\+Use\w+GC\b")
 
 
