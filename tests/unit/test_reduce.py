@@ -376,6 +376,7 @@ def test_held_rows_near_the_quarter_are_copied_once_per_eighth_and_never_past_it
     monkeypatch.setattr(SegmentReducer, "_refilter", counted)
 
     def held_peak(keys: int) -> tuple[SegmentReducer, int, int]:
+        refilters.clear()
         rows = [record(o, key=b"k%05d" % (o % keys), value=b"v" * 1000) for o in range(16000)]
         reducer, peak, added = SegmentReducer(Ranking(), budget_bytes=budget), 0, 0
         for at in range(0, len(rows), 250):
@@ -386,13 +387,15 @@ def test_held_rows_near_the_quarter_are_copied_once_per_eighth_and_never_past_it
         list(reducer.finish())
         return reducer, peak, added
 
-    chunk = 250 * batch([record(0, key=b"k00000", value=b"v" * 1000)]).nbytes
-    reducer, peak, added = held_peak(900)  # about 0.9 MB on the fronts: under the quarter
+    row = batch([record(0, key=b"k00000", value=b"v" * 1000)]).nbytes
+    chunk = 250 * row
+    under = int(0.85 * (budget // 4) / row)  # keys whose latest rows take 85 % of the quarter
+    reducer, peak, added = held_peak(under)
     assert not reducer.rescan and reducer.one_per_key
-    assert budget // 4 < peak <= 3 * budget // 8 + chunk
+    assert budget // 4 < max(peak, *refilters) <= 3 * budget // 8 + chunk
     assert 4 <= len(refilters) <= 2 + added // (budget // 8)
-    reducer, peak, _ = held_peak(4000)  # about 4 MB: read twice
-    assert reducer.rescan and peak <= budget // 4 + chunk
+    reducer, peak, _ = held_peak(4 * under)  # over the quarter: read twice
+    assert reducer.rescan and max(peak, *refilters, 0) <= budget // 4 + chunk
 
 
 def test_a_fronts_peak_counts_the_table_it_would_grow_into() -> None:

@@ -44,30 +44,44 @@ def test_the_home_links_to_pysparks_own_entries_without_the_zips(cache: Path) ->
 def test_the_home_is_made_once_and_found_again(cache: Path) -> None:
     first = unzipped_home({})
     assert first is not None
-    marker = Path(first) / "python" / "marker"
+    marker = Path(first) / "marker"
     marker.write_text("")
     assert unzipped_home({}) == first and marker.exists()
     assert [p.name for p in (cache / "segcompact").iterdir()] == [Path(first).name]
+
+
+OTHER = "other-python"  # under the test's own directory: never this interpreter
 
 
 @pytest.mark.parametrize(
     ("variable", "value", "settings"),
     [
         ("SPARK_HOME", str(REAL), {}),  # the user's own Spark home
-        ("PYSPARK_PYTHON", "/usr/bin/python3", {}),  # workers run another Python
-        ("PYSPARK_PYTHON", sys.executable, {"spark.pyspark.python": "/usr/bin/python3"}),
+        ("PYSPARK_PYTHON", OTHER, {}),  # workers run another Python
+        ("PYSPARK_DRIVER_PYTHON", OTHER, {}),  # so does the data sources' lookup
+        ("PYSPARK_PYTHON", sys.executable, {"spark.pyspark.python": OTHER}),
+        ("PYSPARK_PYTHON", sys.executable, {"spark.pyspark.driver.python": OTHER}),
     ],
 )
-def test_spark_s_own_home_where_the_workers_may_need_the_zips(
+def test_spark_s_own_home_where_a_python_process_may_need_the_zips(
+    tmp_path: Path,
     cache: Path,
     monkeypatch: pytest.MonkeyPatch,
     variable: str,
     value: str,
     settings: dict[str, str],
 ) -> None:
-    monkeypatch.setenv(variable, value)
-    assert unzipped_home(settings) is None
+    other = str(tmp_path / OTHER)
+    monkeypatch.setenv(variable, other if value == OTHER else value)
+    assert unzipped_home({k: other if v == OTHER else v for k, v in settings.items()}) is None
     assert not cache.exists()
+
+
+def test_spark_s_own_home_where_the_links_made_before_cannot_be_used(cache: Path) -> None:
+    home = unzipped_home({})
+    assert home is not None
+    (Path(home) / "bin").unlink()  # say, a backup restored without its links
+    assert unzipped_home({}) is None
 
 
 def test_spark_s_own_home_where_no_cache_can_be_written(
@@ -80,8 +94,13 @@ def test_spark_s_own_home_where_no_cache_can_be_written(
 
 def test_spark_home_is_set_for_the_block_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SPARK_HOME", raising=False)
-    with spark_home("/somewhere"):
+    with pytest.raises(RuntimeError), spark_home("/somewhere"):
         assert os.environ["SPARK_HOME"] == "/somewhere"
+        raise RuntimeError("the JVM did not start")
     assert "SPARK_HOME" not in os.environ
     with spark_home(None):
         assert "SPARK_HOME" not in os.environ
+    monkeypatch.setenv("SPARK_HOME", "/before")
+    with spark_home("/somewhere"):
+        assert os.environ["SPARK_HOME"] == "/somewhere"
+    assert os.environ["SPARK_HOME"] == "/before"

@@ -16,7 +16,8 @@ compaction can still use.
   strategy in one round, and a second pass that saw the records of the first): the merge then
   needs no reduction across the rows of a partition whose batch holds these segments only.
 
-Memory is bounded by ``budget_bytes`` (and a chunk), as Kafka's cleaner bounds its offset map
+Memory is bounded by about one and a half ``budget_bytes`` and a chunk (the fronts up to the
+budget, the rows held up to three eighths of it), as Kafka's cleaner bounds its offset map
 and reads a segment twice. While the rows on the fronts fit a quarter of the budget, they are
 held (and filtered again as later records supersede them, when their bytes have doubled or
 grown by an eighth of the budget: up to three eighths of it then) and leave when the log ends:
@@ -134,9 +135,6 @@ class SegmentReducer:
         # The sums of each pass's offsets plus one (mod 2^64; a record at offset 0 counts too):
         # the second pass saw the first's records only if they match.
         self._sums = [0, 0]
-        # Held rows are filtered again when their bytes pass this, which then doubles: each
-        # row is checked a bounded number of times on average.
-        self._refilter_at = budget_bytes // 8
         self._start_round()
 
     @property
@@ -173,6 +171,10 @@ class SegmentReducer:
         # Candidates that were on a front when held, with their ids (first pass, holding).
         self._held: list[tuple[pa.RecordBatch, NDArray[np.int64]]] = []
         self._held_bytes = 0
+        # At least what the held rows still on a front take: rows only ever leave fronts.
+        self._live_bound = 0
+        # Held rows are filtered again when their bytes pass this (``_bound_held``).
+        self._refilter_at = self.budget_bytes // 8
 
     def add(self, chunk: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         """Take one decoded chunk; yield the rows that leave now."""
@@ -216,9 +218,9 @@ class SegmentReducer:
         by an eighth of the budget (each refilter copies every row held: near the quarter,
         it waits for that many new ones)."""
         cap = self.budget_bytes // 4
-        if self._held_bytes > cap and self._live_bytes() > cap:
+        if self._held_bytes > cap and self._live_bound > cap and self._live_bytes() > cap:
             self._rescan_from, self._raw_from = self._round_start, self._seen
-            self._held, self._held_bytes = [], 0
+            self._held, self._held_bytes, self._live_bound = [], 0, 0
             pa.default_memory_pool().release_unused()
         elif self._held_bytes > self._refilter_at:
             self._refilter()
@@ -288,6 +290,7 @@ class SegmentReducer:
         if rows.num_rows:
             self._held.append((rows, ids))
             self._held_bytes += rows.nbytes
+            self._live_bound += rows.nbytes
 
     def _alive(self, ids: NDArray[np.int64]) -> NDArray[np.bool_]:
         """Whether these records (by id) are on their fronts now."""
@@ -295,18 +298,20 @@ class SegmentReducer:
         return np.frombuffer(self._front.alive(relative), np.bool_)
 
     def _live_bytes(self) -> int:
-        """About what the held rows still on a front take (no copy)."""
+        """About what the held rows still on a front take (no copy); also the new bound."""
         live = 0
         for rows, ids in self._held:
             live += rows.nbytes * int(np.count_nonzero(self._alive(ids))) // rows.num_rows
+        self._live_bound = live
         return live
 
     def _refilter(self) -> None:
         """Drop the held rows that later records took off their fronts."""
         if not self._held:
             return
-        held, self._held, self._held_bytes = self._held, [], 0
-        for rows, ids in held:  # one batch at a time: no copy of them all
+        held, self._held, self._held_bytes, self._live_bound = self._held[::-1], [], 0, 0
+        while held:  # one batch at a time, each let go once filtered: no copy of them all
+            rows, ids = held.pop()
             keep = self._alive(ids)
             self._hold(rows.filter(pa.array(keep)), ids[keep])
 

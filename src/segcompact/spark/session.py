@@ -90,6 +90,7 @@ def get_spark(
     conf: Mapping[str, str] | None = None,
     *,
     jvm_output: str | None = None,
+    long_running: bool = False,
 ) -> SparkSession:
     """Return the active SparkSession, or start one with Delta Lake configured.
 
@@ -97,6 +98,9 @@ def get_spark(
     entries are applied last and win over segcompact's defaults; they are ignored when a
     session is already active. ``jvm_output``: a file that takes what a JVM started here
     writes (Spark's log lines, the JVM's own warnings) instead of this process's stderr.
+    A local session that is not ``long_running`` starts its JVM from the Spark home of
+    :func:`~segcompact.spark.spark_home.unzipped_home` where it can; a long-running one (the
+    continuous job) from Spark's own, whose files no cache cleaner removes under it.
     """
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -120,7 +124,7 @@ def get_spark(
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             settings.update(_LOCAL_CONF)
     settings.update(conf or {})
-    if master is not None and master.startswith("local"):
+    if _local(settings.get("spark.master", master)) and not long_running and not _jvm_running():
         home = unzipped_home(settings)
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -238,6 +242,18 @@ def _candidate_dirs(subdir: Path) -> list[Path]:
     cwd = Path.cwd().resolve()
     roots = [*here.parents, cwd, *cwd.parents]
     return [root / subdir for root in dict.fromkeys(roots) if (root / subdir).is_dir()]
+
+
+def _local(master: str | None) -> bool:
+    """Whether executors run in the driver's JVM (not local-cluster[...])."""
+    return master is not None and (master == "local" or master.startswith("local["))
+
+
+def _jvm_running() -> bool:
+    """Whether this process has a JVM already (a stopped session's): none starts then."""
+    from pyspark import SparkContext
+
+    return SparkContext._gateway is not None
 
 
 def _launched_by_spark_submit() -> bool:

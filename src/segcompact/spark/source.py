@@ -326,8 +326,9 @@ def read_segments(
     reducer = None
     if rankings is not None:
         # Eight chunks (256 MiB by default: the fronts of about 1.5 M keys; Kafka's dedupe
-        # buffer is 128 MiB of 24-byte entries): the fronts' rows are held up to a quarter of
-        # it, else the segments are read twice.
+        # buffer is 128 MiB of 24-byte entries): the fronts' rows are held while they take up
+        # to a quarter of it (and the rows held, up to three eighths), else the segments are
+        # read twice.
         budget = 8 * chunk_bytes
         reducer = SegmentReducer(rankings.for_topic(parts[0].file.topic), budget_bytes=budget)
 

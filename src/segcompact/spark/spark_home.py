@@ -4,15 +4,16 @@ Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` and py4j's zip first on every 
 process it starts, and Python caches no compiled module it imports from a zip: each of those
 processes compiles pyspark from source again, about 0.65 CPU s each (the workers' daemon, the
 daemons that look up, create and plan a Python data source, the streaming source's runner: 3
-to 4 CPU s of a ``run --once``). When the Spark home is the pip-installed pyspark the driver
-runs, and the workers run this interpreter (which imports that same pyspark, compiled), the
-JVM gets a Spark home of links to the real one's entries, less the two zips.
+to 5 CPU s of a ``run --once``). When the Spark home is the pip-installed pyspark the driver
+runs, and the JVM's Python processes run this interpreter (which imports that same pyspark,
+compiled), the JVM gets a Spark home of links to the real one's entries, less the two zips.
 
-The links live in the user's cache directory (``$XDG_CACHE_HOME``, else ``~/.cache``), one
-directory per pyspark install, made once: the JVM opens its jars through them until it exits,
-after any of this process's exit handlers. Where there is none to write, or ``SPARK_HOME`` is
-set, or the workers run another Python (``PYSPARK_PYTHON``, ``spark.pyspark.python``), Spark's
-own home is used, as before.
+The links live in the user's cache directory (``$XDG_CACHE_HOME/segcompact``, else
+``~/.cache/segcompact``), one directory per pyspark install, made once: the JVM opens its jars
+through them until it exits, after any of this process's exit handlers. Spark's own home is
+used where ``SPARK_HOME`` is set, where the JVM's Python processes run another interpreter
+(``PYSPARK_PYTHON``, ``PYSPARK_DRIVER_PYTHON``, ``spark.pyspark.python``,
+``spark.pyspark.driver.python``), and where no such directory can be made or used.
 """
 
 from __future__ import annotations
@@ -29,8 +30,14 @@ from pathlib import Path
 import pyspark
 from pyspark.find_spark_home import _find_spark_home
 
-# Under the real home: what the JVM's Python workers would import from.
+# Under the real home: what the JVM's Python processes would import from.
 _ZIPPED = Path("python", "lib")
+# Part of each directory's name: a new layout of links gets new directories.
+_LAYOUT = "1"
+_PYTHONS = (
+    ("PYSPARK_PYTHON", "spark.pyspark.python"),
+    ("PYSPARK_DRIVER_PYTHON", "spark.pyspark.driver.python"),
+)
 
 
 def unzipped_home(settings: Mapping[str, str]) -> str | None:
@@ -38,18 +45,20 @@ def unzipped_home(settings: Mapping[str, str]) -> str | None:
     None where Spark's own should be used."""
     if "SPARK_HOME" in os.environ:
         return None
-    python = settings.get("spark.pyspark.python") or os.environ.get(
-        "PYSPARK_PYTHON", sys.executable
-    )
-    if os.path.abspath(shutil.which(python) or python) != os.path.abspath(sys.executable):
-        return None  # another interpreter may import pyspark from the zip only
+    for variable, key in _PYTHONS:
+        python = settings.get(key) or os.environ.get(variable) or sys.executable
+        if os.path.abspath(shutil.which(python) or python) != os.path.abspath(sys.executable):
+            return None  # another interpreter may import pyspark from the zip only
     real = Path(_find_spark_home()).resolve()
     if real != Path(pyspark.__file__).parent.resolve() or not (real / _ZIPPED).is_dir():
         return None  # a Spark distribution, whose zip is its own Python
     try:
-        return str(_links(real))
-    except (OSError, RuntimeError):  # RuntimeError: no home directory to find
+        home = _links(real)
+    except (OSError, RuntimeError, ValueError):  # RuntimeError: no home directory to find
         return None
+    # What Spark's scripts need of a home (one made by another user, or emptied, is not used).
+    usable = os.access(home / "bin" / "spark-submit", os.X_OK) and (home / "jars").is_dir()
+    return str(home) if usable else None
 
 
 @contextlib.contextmanager
@@ -58,22 +67,32 @@ def spark_home(home: str | None) -> Iterator[None]:
     if home is None:
         yield
         return
+    before = os.environ.get("SPARK_HOME")
     os.environ["SPARK_HOME"] = home
     try:
         yield
     finally:
-        del os.environ["SPARK_HOME"]
+        if before is None:
+            os.environ.pop("SPARK_HOME", None)
+        else:
+            os.environ["SPARK_HOME"] = before
+
+
+def _cache() -> Path:
+    """The user's cache directory (an ``XDG_CACHE_HOME`` that is not absolute is ignored)."""
+    configured = os.environ.get("XDG_CACHE_HOME", "")
+    return Path(configured) if os.path.isabs(configured) else Path.home() / ".cache"
 
 
 def _links(real: Path) -> Path:
     """The directory of links to ``real``'s entries, less ``python/lib``'s zips: made once."""
     entries = sorted(p.name for p in real.iterdir() if p.name != "__pycache__")
-    digest = hashlib.sha256("\0".join([str(real), pyspark.__version__, *entries]).encode())
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    home = cache / "segcompact" / f"spark-home-{digest.hexdigest()[:16]}"
+    named = "\0".join([_LAYOUT, str(real), pyspark.__version__, *entries])
+    digest = hashlib.sha256(os.fsencode(named)).hexdigest()[:16]
+    home = _cache() / "segcompact" / f"spark-home-{digest}"
     if home.is_dir():
         return home
-    home.parent.mkdir(parents=True, exist_ok=True)
+    home.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=".building-", dir=home.parent))
     try:
         _mirror(real, building, depth=len(_ZIPPED.parts))
