@@ -77,6 +77,25 @@ def test_spark_s_own_home_where_a_python_process_may_need_the_zips(
     assert not cache.exists()
 
 
+def test_a_venvs_other_name_for_this_python_is_this_python(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `make` names .venv/bin/python; pytest's and segcompact's scripts start .venv/bin/python3.
+    here = Path(sys.executable)
+    names = ("python", "python3", f"python3.{sys.version_info.minor}")
+    siblings = [here.parent / n for n in names if n != here.name and (here.parent / n).exists()]
+    if not siblings or not os.path.samefile(siblings[0], here):
+        pytest.skip("no other name for this interpreter beside it")
+    monkeypatch.setenv("PYSPARK_PYTHON", str(siblings[0]))
+    monkeypatch.setenv("PYSPARK_DRIVER_PYTHON", str(siblings[0]))
+    assert unzipped_home({}) is not None
+    # The interpreter a venv's links lead to is another Python: it has not the venv's packages.
+    base = os.path.realpath(sys.executable)
+    if base != str(here):
+        monkeypatch.setenv("PYSPARK_PYTHON", base)
+        assert unzipped_home({}) is None
+
+
 def test_spark_s_own_home_where_the_links_made_before_cannot_be_used(cache: Path) -> None:
     home = unzipped_home({})
     assert home is not None

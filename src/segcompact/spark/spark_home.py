@@ -47,7 +47,7 @@ def unzipped_home(settings: Mapping[str, str]) -> str | None:
         return None
     for variable, key in _PYTHONS:
         python = settings.get(key) or os.environ.get(variable) or sys.executable
-        if os.path.abspath(shutil.which(python) or python) != os.path.abspath(sys.executable):
+        if not _this_python(shutil.which(python) or python):
             return None  # another interpreter may import pyspark from the zip only
     real = Path(_find_spark_home()).resolve()
     if real != Path(pyspark.__file__).parent.resolve() or not (real / _ZIPPED).is_dir():
@@ -76,6 +76,16 @@ def spark_home(home: str | None) -> Iterator[None]:
             os.environ.pop("SPARK_HOME", None)
         else:
             os.environ["SPARK_HOME"] = before
+
+
+def _this_python(python: str) -> bool:
+    """Whether ``python`` runs this interpreter: the same file in the same directory (a venv's
+    ``python`` beside its ``python3``; not the base interpreter a venv's links lead to)."""
+    path, here = os.path.abspath(python), os.path.abspath(sys.executable)
+    try:
+        return os.path.dirname(path) == os.path.dirname(here) and os.path.samefile(path, here)
+    except OSError:
+        return False
 
 
 def _cache() -> Path:
