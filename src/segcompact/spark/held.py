@@ -18,6 +18,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from segcompact.spark.session import executors_in_driver
+
 
 def hold(df: DataFrame) -> DataFrame:
     """``df``, computed by the first job that reads it (the stages before the last of that
@@ -53,5 +55,4 @@ def sized(df: DataFrame, size_bytes: int) -> DataFrame:
 
 
 def _executors_in_driver(spark: SparkSession) -> bool:
-    master = spark.sparkContext.master or ""
-    return master == "local" or master.startswith("local[")  # not local-cluster[...]
+    return executors_in_driver(spark.sparkContext.master)

@@ -124,7 +124,11 @@ def get_spark(
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             settings.update(_LOCAL_CONF)
     settings.update(conf or {})
-    if _local(settings.get("spark.master", master)) and not long_running and not _jvm_running():
+    if (
+        executors_in_driver(settings.get("spark.master", master))
+        and not long_running
+        and not _jvm_running()
+    ):
         home = unzipped_home(settings)
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -244,7 +248,7 @@ def _candidate_dirs(subdir: Path) -> list[Path]:
     return [root / subdir for root in dict.fromkeys(roots) if (root / subdir).is_dir()]
 
 
-def _local(master: str | None) -> bool:
+def executors_in_driver(master: str | None) -> bool:
     """Whether executors run in the driver's JVM (not local-cluster[...])."""
     return master is not None and (master == "local" or master.startswith("local["))
 
