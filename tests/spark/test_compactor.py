@@ -18,7 +18,7 @@ from segcompact.config import CompactorConfig, load_config
 from segcompact.format.attributes import Compression
 from segcompact.samples import SampleSegment, generate_partition
 from segcompact.spark.job import Compactor
-from segcompact.spark.tables import NO_AUTO_COMPACTION, Table, session_settings
+from segcompact.spark.tables import Table
 from segcompact.storage import LocalInputFile
 from tests.support import config as support_config
 from tests.support.spark import jobs_started
@@ -239,26 +239,6 @@ def test_a_steady_batch_makes_two_delta_commits_and_an_idle_run_no_spark_job(
     assert "query: no segment to read" in caplog.text
     assert jobs_started(spark) == jobs
     assert {name: t.version(spark) for name, t in tables.items()} == versions
-
-
-def test_a_batch_of_new_partitions_runs_no_auto_compaction(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    # Its state write appends one file to each partition: nothing to compact, and the hook's
-    # Spark jobs do not run, though the query's session is a clone that the batch writes in.
-    segments = generate_partition(random.Random(13), records=200, keys=200)
-
-    def first_batch_jobs(tmp: Path, settings: dict[str, str]) -> int:
-        with session_settings(spark, settings):  # the query's session copies it
-            s = Scenario(spark, tmp)
-            jobs = jobs_started(spark)
-            s.arrive([("by-offset", 0, seg) for seg in segments])
-            s.check()
-            return jobs_started(spark) - jobs
-
-    assert first_batch_jobs(tmp_path / "a", {}) == first_batch_jobs(
-        tmp_path / "b", NO_AUTO_COMPACTION
-    )
 
 
 def test_graduation_cut_short_after_its_merge_is_finished_by_the_next(

@@ -438,11 +438,7 @@ class BatchMerger:
                 # One file per partition, as a MERGE writes it (a partition's winners were in
                 # one task already if its segments were reduced together).
                 rows = rows.repartition("topic", "partition")
-            with (
-                timed(log, "state append"),
-                # The write's session: a streaming query's own clone of ``self.spark``.
-                session_settings(rows.sparkSession, NO_AUTO_COMPACTION),
-            ):
+            with timed(log, "state append"), session_settings(self.spark, NO_AUTO_COMPACTION):
                 self.tables.state.append(rows, app_id=f"{app_id}-new", version=version)
             partitions = [tp for tp in partitions if tp not in fresh]
             merged = source.where(~of_partitions(appended))
