@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -15,11 +14,9 @@ from segcompact.erasure.ledger_reads import read_rows
 from segcompact.errors import ConfigError
 from segcompact.spark.ledger import rows_frame
 from segcompact.spark.tables import (
-    NO_AUTO_COMPACTION,
     PENDING_SCHEMA,
     SOURCE_AS_IS,
     STATE_LAYOUT,
-    STATE_SCHEMA,
     Table,
     Tables,
     session_settings,
@@ -27,8 +24,6 @@ from segcompact.spark.tables import (
 from tests.support.spark import jobs_started
 
 pytestmark = pytest.mark.spark
-
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def test_every_table_is_created_once_and_reopened(spark: SparkSession, tmp_path: Path) -> None:
@@ -42,48 +37,6 @@ def test_every_table_is_created_once_and_reopened(spark: SparkSession, tmp_path:
     # A new state table: deletion vectors and auto compaction; the others Delta's defaults.
     assert dict(STATE_LAYOUT).items() <= tables.state.properties(spark).items()
     assert not dict(STATE_LAYOUT).keys() & tables.young.properties(spark).keys()
-
-
-def test_an_append_to_new_partitions_skips_auto_compaction_which_still_compacts_the_others(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    tables = Tables.at(
-        *(str(tmp_path / n) for n in ("state", "parts", "pending", "young", "ledger"))
-    )
-    tables.ensure(spark)
-    row = {f.name: None for f in STATE_SCHEMA} | {
-        "topic": "t",
-        "key": b"k",
-        "offset": 0,
-        "timestamp": EPOCH,
-        "timestampType": 0,
-        "tombstone": False,
-        "cleaned_at": EPOCH,
-    }
-
-    def append(partition: int, version: int) -> int:
-        """Spark jobs that appending one row to ``partition`` took."""
-        rows = spark.createDataFrame([{**row, "partition": partition}], STATE_SCHEMA)
-        jobs = jobs_started(spark)
-        tables.state.append(rows.coalesce(1), app_id="test", version=version)
-        return jobs_started(spark) - jobs
-
-    # Two files in a partition are enough to compact it here (50 by default).
-    with session_settings(spark, {"spark.databricks.delta.autoCompact.minNumFiles": "2"}):
-        append(0, 0)  # the JVM's first append of these rows: its one-off jobs
-        with session_settings(spark, NO_AUTO_COMPACTION):
-            skipped = append(1, 1)
-        assert "spark.databricks.delta.autoCompact.enabled" not in spark.conf.getAll
-        hooked = append(2, 2)
-        # The hook's planning is jobs of its own, for a partition with one file.
-        assert skipped < hooked
-        history = spark.sql(f"DESCRIBE HISTORY delta.`{tables.state.name}`").collect()
-        assert "OPTIMIZE" not in {r.operation for r in history}
-        append(0, 3)  # a second file in partition 0: compacted into one
-    history = spark.sql(f"DESCRIBE HISTORY delta.`{tables.state.name}` LIMIT 1").collect()
-    assert [r.operation for r in history] == ["OPTIMIZE"]
-    files = spark.read.format("delta").load(tables.state.name).where("partition = 0")
-    assert files.inputFiles() and len(files.inputFiles()) == 1
 
 
 def test_an_existing_state_table_keeps_its_layout(spark: SparkSession, tmp_path: Path) -> None:

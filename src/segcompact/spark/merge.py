@@ -44,7 +44,6 @@ from segcompact.spark.partitions import (
 from segcompact.spark.read_committed import Transactions, read_committed
 from segcompact.spark.rules import bad_version, per_topic, rank_by_topic, tombstone, version, young
 from segcompact.spark.tables import (
-    NO_AUTO_COMPACTION,
     SOURCE_AS_IS,
     STATE_SCHEMA,
     YOUNG_SCHEMA,
@@ -438,7 +437,7 @@ class BatchMerger:
                 # One file per partition, as a MERGE writes it (a partition's winners were in
                 # one task already if its segments were reduced together).
                 rows = rows.repartition("topic", "partition")
-            with timed(log, "state append"), session_settings(self.spark, NO_AUTO_COMPACTION):
+            with timed(log, "state append"):
                 self.tables.state.append(rows, app_id=f"{app_id}-new", version=version)
             partitions = [tp for tp in partitions if tp not in fresh]
             merged = source.where(~of_partitions(appended))

@@ -513,13 +513,6 @@ SOURCE_AS_IS = {
 }
 
 
-# Delta's auto compaction rewrites a partition once it has many small files (50), in a hook
-# after each write to the state table. After an append of one file to each of partitions that
-# had none there is nothing to compact, yet the hook still plans a compaction, computing the
-# new snapshot's state with Spark jobs: about 2 CPU s of a `run --once` on 268 MB.
-NO_AUTO_COMPACTION = {"spark.databricks.delta.autoCompact.enabled": "false"}
-
-
 @contextmanager
 def idempotent_writes(spark: SparkSession, pair: tuple[str, int] | None) -> Iterator[None]:
     """Delta skips a write whose (app id, version) ``pair`` this table has committed before
