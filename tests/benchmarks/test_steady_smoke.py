@@ -13,8 +13,9 @@ from tests.benchmarks import steady
 pytestmark = [pytest.mark.benchmark, pytest.mark.spark]
 
 BATCHES = 2
-# segcompact's layout (deletion vectors), and the one that rewrites files (made as clustering is).
-LAYOUTS = ("default", "rewrite")
+# segcompact's layout (deletion vectors). The layouts the benchmark compares it with are made by
+# ``steady._create`` and run the same way; a run of each would double this test's 2 minutes.
+LAYOUTS = ("default",)
 
 
 def test_steady_benchmark_smoke(tmp_path: Path, spark: SparkSession) -> None:
@@ -38,11 +39,7 @@ def test_steady_benchmark_smoke(tmp_path: Path, spark: SparkSession) -> None:
             # An update segment holds one partition: the MERGE reads and changes only its files.
             assert m["numTargetRowsUpdated"] > 0, (where, m)
             assert m["numTargetRowsInserted"] == 0, (where, m)
-            if r["layout"] == "rewrite":
-                assert m["numTargetFilesRemoved"] == 1 and m["numTargetFilesAdded"] >= 1, m
-                assert m["numTargetDeletionVectorsAdded"] == 0, m
-            else:
-                # Updated rows are marked deleted in place, the rest of the file not copied.
-                assert m["numTargetDeletionVectorsAdded"] >= 1, (where, m)
-                assert m["numTargetRowsCopied"] == 0, (where, m)
+            # Updated rows are marked deleted in place, the rest of the file not copied.
+            assert m["numTargetDeletionVectorsAdded"] >= 1, (where, m)
+            assert m["numTargetRowsCopied"] == 0, (where, m)
     assert set(out["ratios"]) == set(LAYOUTS)
