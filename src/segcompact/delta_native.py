@@ -184,6 +184,21 @@ def file_count(table: DeltaTable) -> int | None:
         return None
 
 
+def small_files(table: DeltaTable, below: int) -> dict[tuple[str, int], int]:
+    """Per (topic, partition) of a table partitioned by them, how many of its data files are
+    smaller than ``below`` bytes, from the log; raises ``DeltaError`` when delta-rs cannot read
+    it."""
+    files = pa.table(table.get_add_actions(flatten=True))
+    small = files.filter(pc.field("size_bytes") < below)
+    counts = small.group_by(["partition.topic", "partition.partition"]).aggregate(
+        [([], "count_all")]
+    )
+    return {
+        (r["partition.topic"], int(r["partition.partition"])): r["count_all"]
+        for r in counts.to_pylist()
+    }
+
+
 def smallest(table: DeltaTable, column: str) -> Any:
     """The smallest non-null value of the top-level ``column`` among the live rows, from the
     files' statistics in the log (no data file is read); None when no row holds one. Raises
@@ -236,6 +251,7 @@ __all__ = [
     "partition_log",
     "read",
     "schema_json",
+    "small_files",
     "smallest",
     "sql_text",
     "vacuum",

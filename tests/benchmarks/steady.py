@@ -18,7 +18,7 @@ Then for each layout of the state table, in one Spark session:
    table's history (files removed and added, rows copied, deletion vectors added).
 
 Layouts: ``default`` (what segcompact creates: partitioned by topic and partition, with
-deletion vectors and auto compaction), ``rewrite`` (partitioned, without deletion vectors: each
+deletion vectors, compacted by segcompact), ``rewrite`` (partitioned, without deletion vectors: each
 MERGE rewrites the files of the partitions it touches; segcompact's default before) and
 ``clustered`` (liquid clustering by topic and partition, with deletion vectors). The state table
 is created before the base for the last two; segcompact keeps an existing table's layout.

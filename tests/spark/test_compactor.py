@@ -18,7 +18,8 @@ from segcompact.config import CompactorConfig, load_config
 from segcompact.format.attributes import Compression
 from segcompact.samples import SampleSegment, generate_partition
 from segcompact.spark.job import Compactor
-from segcompact.spark.tables import Table
+from segcompact.spark.small_files import MIN_FILES
+from segcompact.spark.tables import Table, session_settings
 from segcompact.storage import LocalInputFile
 from tests.support import config as support_config
 from tests.support.spark import jobs_started
@@ -239,6 +240,32 @@ def test_a_steady_batch_makes_two_delta_commits_and_an_idle_run_no_spark_job(
     assert "query: no segment to read" in caplog.text
     assert jobs_started(spark) == jobs
     assert {name: t.version(spark) for name, t in tables.items()} == versions
+
+
+def test_a_partition_is_compacted_once_a_merge_leaves_enough_small_files(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    s = Scenario(spark, tmp_path)
+    segments = generate_partition(random.Random(14), records=120, keys=60)
+    other = generate_partition(random.Random(15), records=24)
+    state = s.config.state.table
+
+    def files(partition: int) -> int:
+        rows = spark.read.format("delta").load(state).where(f"partition = {partition}")
+        return rows.select("_metadata.file_path").distinct().count()
+
+    with session_settings(spark, {MIN_FILES: "3"}):  # 50 by default
+        s.arrive([("by-offset", 0, segments[0]), ("by-offset", 1, other[0])])
+        s.arrive([("by-offset", 0, segments[1])])  # one MERGE: two files, not yet
+        assert (files(0), files(1)) == (2, 1)
+        s.arrive([("by-offset", 0, segments[2])])  # three: compacted into one
+    s.check()
+    assert (files(0), files(1)) == (1, 1)
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{state}`").orderBy("version").collect()
+    assert [r.operation for r in history[1:]] == ["WRITE", "MERGE", "MERGE", "OPTIMIZE"]
+    assert "partition = 0" in history[-1].operationParameters["predicate"]
+    # Not Delta's auto compaction, which compacts a partition at a JVM's first write to it.
+    assert "delta.autoOptimize.autoCompact" not in s.compactor.tables.state.properties(spark)
 
 
 def test_graduation_cut_short_after_its_merge_is_finished_by_the_next(

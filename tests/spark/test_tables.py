@@ -34,7 +34,7 @@ def test_every_table_is_created_once_and_reopened(spark: SparkSession, tmp_path:
     tables.ensure(spark)  # again: the same tables, no error
     for t in (tables.state, tables.partitions, tables.pending, tables.young):
         assert t.read(spark).schema.fieldNames() == t.schema.fieldNames()
-    # A new state table: deletion vectors and auto compaction; the others Delta's defaults.
+    # A new state table: deletion vectors; the others Delta's defaults.
     assert dict(STATE_LAYOUT).items() <= tables.state.properties(spark).items()
     assert not dict(STATE_LAYOUT).keys() & tables.young.properties(spark).keys()
 

@@ -43,6 +43,7 @@ from segcompact.spark.partitions import (
 )
 from segcompact.spark.read_committed import Transactions, read_committed
 from segcompact.spark.rules import bad_version, per_topic, rank_by_topic, tombstone, version, young
+from segcompact.spark.small_files import compact_small_files
 from segcompact.spark.tables import (
     SOURCE_AS_IS,
     STATE_SCHEMA,
@@ -466,6 +467,7 @@ class BatchMerger:
                     .whenNotMatchedInsert(values=values)
                     .execute()
                 )
+            compact_small_files(self.spark, self.tables.state, partitions)
         erased = sla_topics(topics)
         if not erased:
             return

@@ -369,13 +369,11 @@ class Table:
 
 # A new state table's properties. Deletion vectors: a MERGE marks the rows it replaces deleted
 # and writes only the new ones, where without them it rewrites the whole file of each partition
-# it touches (1.2 M rows to update 20,000 at 10 M keys). Auto compaction: once a partition has
-# about 50 small files (one per batch that touched it), Delta rewrites them into one after the
-# write that passed that, purging the deleted rows; an erasure round purges the rest (REORG).
-STATE_LAYOUT = (
-    ("delta.enableDeletionVectors", "true"),
-    ("delta.autoOptimize.autoCompact", "true"),
-)
+# it touches (1.2 M rows to update 20,000 at 10 M keys). Once a partition has about 50 small
+# files (one per batch that touched it), segcompact compacts it (``small_files``), purging the
+# deleted rows; an erasure round purges the rest (REORG). Not Delta's auto compaction, which
+# compacted every partition at a JVM's first write to it.
+STATE_LAYOUT = (("delta.enableDeletionVectors", "true"),)
 
 
 @dataclass(frozen=True, slots=True)
