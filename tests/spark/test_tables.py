@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -13,10 +14,12 @@ from pyspark.sql import types as T
 from segcompact.erasure.ledger_reads import read_rows
 from segcompact.errors import ConfigError
 from segcompact.spark.ledger import rows_frame
+from segcompact.spark.small_files import MIN_FILES, compact_small_files
 from segcompact.spark.tables import (
     PENDING_SCHEMA,
     SOURCE_AS_IS,
     STATE_LAYOUT,
+    STATE_SCHEMA,
     Table,
     Tables,
     session_settings,
@@ -24,6 +27,8 @@ from segcompact.spark.tables import (
 from tests.support.spark import jobs_started
 
 pytestmark = pytest.mark.spark
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def test_every_table_is_created_once_and_reopened(spark: SparkSession, tmp_path: Path) -> None:
@@ -47,6 +52,30 @@ def test_an_existing_state_table_keeps_its_layout(spark: SparkSession, tmp_path:
     plain.ensure(spark)
     tables.ensure(spark)
     assert not dict(STATE_LAYOUT).keys() & tables.state.properties(spark).keys()
+
+
+def test_a_state_table_not_partitioned_by_kafka_partition_is_not_compacted(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    plain = Table(str(tmp_path / "state"), STATE_SCHEMA)  # made before segcompact, unpartitioned
+    plain.ensure(spark)
+    row = {f.name: None for f in STATE_SCHEMA} | {
+        "topic": "t",
+        "partition": 0,
+        "key": b"k",
+        "offset": 0,
+        "timestamp": EPOCH,
+        "timestampType": 0,
+        "tombstone": False,
+        "cleaned_at": EPOCH,
+    }
+    for version in range(2):
+        rows = spark.createDataFrame([row], STATE_SCHEMA).coalesce(1)
+        plain.append(rows, app_id="test", version=version)
+    with session_settings(spark, {MIN_FILES: "1"}):
+        compact_small_files(spark, plain, [("t", 0)])
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{plain.name}`").collect()
+    assert "OPTIMIZE" not in {r.operation for r in history}
 
 
 def test_the_warm_up_commits_nothing_and_reads_through_delta_rs_or_spark(

@@ -15,7 +15,7 @@ join would never broadcast it: :func:`sized` gives it the broadcast its size cal
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from segcompact.spark.session import executors_in_driver
@@ -24,7 +24,7 @@ from segcompact.spark.session import executors_in_driver
 def hold(df: DataFrame) -> DataFrame:
     """``df``, computed by the first job that reads it (the stages before the last of that
     query may run here already, under adaptive execution); :func:`release` frees it."""
-    if _executors_in_driver(df.sparkSession):
+    if executors_in_driver(df.sparkSession.sparkContext.master):
         return df.localCheckpoint(eager=False)
     return df.persist()
 
@@ -32,7 +32,7 @@ def hold(df: DataFrame) -> DataFrame:
 def release(df: DataFrame) -> None:
     """Free what :func:`hold` returned (nothing yet, if no job read it)."""
     spark = df.sparkSession
-    if _executors_in_driver(spark):
+    if executors_in_driver(spark.sparkContext.master):
         # The plan of a local checkpoint is one LogicalRDD over the checkpointed rows. Its
         # blocks go as an unpersisted RDD's (its own unpersist would also warn, each batch,
         # that a local checkpoint cannot be recomputed).
@@ -47,12 +47,8 @@ def sized(df: DataFrame, size_bytes: int) -> DataFrame:
     join would broadcast of it, is within ``spark.sql.autoBroadcastJoinThreshold`` (under a
     cluster's master ``df`` as it is: a cache's real size is the planner's already)."""
     spark = df.sparkSession
-    if not _executors_in_driver(spark):
+    if not executors_in_driver(spark.sparkContext.master):
         return df
     # The setting as the planner reads it (bytes; negative: no broadcast).
     limit = spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold()
     return F.broadcast(df) if size_bytes <= limit else df
-
-
-def _executors_in_driver(spark: SparkSession) -> bool:
-    return executors_in_driver(spark.sparkContext.master)

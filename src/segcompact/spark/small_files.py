@@ -6,10 +6,11 @@ it replaced in the older ones). Delta's own auto compaction (the table property
 JVM that has not written a partition before compacts it at its first write, whatever it holds:
 every ``run --once`` (a new JVM) rewrote each partition its MERGE changed, and purged the
 deletion vectors the MERGE had just written. segcompact decides from the table's log instead,
-by Delta's rule and its defaults: after a MERGE, the partitions it changed that hold
-``spark.databricks.delta.autoCompact.minNumFiles`` (50) files or more under 64 MiB are compacted
-by one OPTIMIZE into files of up to 128 MiB (larger files stay as they are). delta-rs counts the
-files; Spark, from the files' metadata, where delta-rs cannot read the table.
+by Delta's rule with its default sizes (fixed here): after a MERGE, the partitions it changed
+that hold ``spark.databricks.delta.autoCompact.minNumFiles`` (50) files or more under 64 MiB
+are compacted by one OPTIMIZE into files of up to 128 MiB (larger files stay as they are).
+delta-rs counts the files; Spark, from the files' metadata, where delta-rs cannot read the
+table.
 """
 
 from __future__ import annotations
@@ -35,38 +36,50 @@ _OPTIMIZE = {
     "spark.databricks.delta.optimize.minFileSize": str(SMALL_BYTES),
     "spark.databricks.delta.optimize.maxFileSize": str(2 * SMALL_BYTES),
 }
-_TOPIC = re.compile(r"[A-Za-z0-9._-]+")  # Kafka's topic names: nothing to quote in SQL
+_TOPIC = re.compile(r"[A-Za-z0-9._-]+")  # Kafka's legal topic names
+_BY = ("topic", "partition")
 
 
 def compact_small_files(
     spark: SparkSession, table: Table, partitions: Collection[tuple[str, int]]
-) -> list[tuple[str, int]]:
-    """OPTIMIZE the partitions of ``partitions`` that hold many small files; which ones."""
+) -> None:
+    """OPTIMIZE the partitions of ``partitions`` that hold many small files (none in a table
+    not partitioned by ``(topic, partition)``, made so before segcompact: its layout is its
+    owner's)."""
     if not partitions:
-        return []
-    least = int(spark.conf.get(MIN_FILES, "50") or "50")
+        return
+    least = int(spark.conf.get(MIN_FILES, "50") or 50)
     counts = _small_files(spark, table, partitions)
     due = sorted(tp for tp in partitions if counts.get(tp, 0) >= least)
-    if not due:
-        return []
+    # Kafka's topic names need no quoting in SQL; another name is left uncompacted.
     where = " OR ".join(
-        f"(topic = '{_topic(topic)}' AND partition = {int(partition)})" for topic, partition in due
+        f"(topic = '{topic}' AND partition = {int(partition)})"
+        for topic, partition in due
+        if _TOPIC.fullmatch(topic)
     )
+    if not where:
+        return
     with timed(log, "compaction"), session_settings(spark, _OPTIMIZE):
-        spark.sql(f"OPTIMIZE {table.sql_name(spark)} WHERE {where}")
+        table.delta(spark).optimize().where(where).executeCompaction()
     log.info("compacted %d partitions of %s", len(due), table.name)
-    return due
 
 
 def _small_files(
     spark: SparkSession, table: Table, partitions: Collection[tuple[str, int]]
 ) -> dict[tuple[str, int], int]:
-    native = table.native(spark)
-    if native is not None:
-        try:
+    """Per partition, its files under ``SMALL_BYTES``; none where the table is not partitioned
+    by ``(topic, partition)``."""
+    try:
+        native = table.native(spark)
+        if native is not None:
+            if list(native.metadata().partition_columns) != list(_BY):
+                return {}
             return delta_native.small_files(native, SMALL_BYTES)
-        except delta_native.DeltaError:
-            pass  # a protocol feature delta-rs lacks: Spark counts
+    except delta_native.DeltaError:
+        pass  # a protocol feature delta-rs lacks: Spark counts
+    detail = table.delta(spark).detail().select("partitionColumns").first()
+    if detail is None or list(detail[0] or []) != list(_BY):
+        return {}
     files = (
         table.read(spark)
         .where(of_partitions(partitions))
@@ -77,9 +90,3 @@ def _small_files(
         .count()
     )
     return {(r["topic"], r["partition"]): r["count"] for r in files.collect()}
-
-
-def _topic(name: str) -> str:
-    if not _TOPIC.fullmatch(name):
-        raise ValueError(f"not a Kafka topic name: {name!r}")
-    return name
