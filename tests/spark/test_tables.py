@@ -8,7 +8,8 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pytest
 from delta.tables import DeltaTable
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from segcompact.erasure.ledger_reads import read_rows
@@ -54,14 +55,11 @@ def test_an_existing_state_table_keeps_its_layout(spark: SparkSession, tmp_path:
     assert not dict(STATE_LAYOUT).keys() & tables.state.properties(spark).keys()
 
 
-def test_a_state_table_not_partitioned_by_kafka_partition_is_not_compacted(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    plain = Table(str(tmp_path / "state"), STATE_SCHEMA)  # made before segcompact, unpartitioned
-    plain.ensure(spark)
+def state_rows(spark: SparkSession, topic: str, partition: int) -> DataFrame:
+    """One state row of ``topic``/``partition``, in one file when appended."""
     row = {f.name: None for f in STATE_SCHEMA} | {
-        "topic": "t",
-        "partition": 0,
+        "topic": topic,
+        "partition": partition,
         "key": b"k",
         "offset": 0,
         "timestamp": EPOCH,
@@ -69,13 +67,47 @@ def test_a_state_table_not_partitioned_by_kafka_partition_is_not_compacted(
         "tombstone": False,
         "cleaned_at": EPOCH,
     }
+    return spark.createDataFrame([row], STATE_SCHEMA).coalesce(1)
+
+
+def test_a_state_table_not_partitioned_by_kafka_partition_is_not_compacted(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    plain = Table(str(tmp_path / "state"), STATE_SCHEMA)  # made before segcompact, unpartitioned
+    plain.ensure(spark)
     for version in range(2):
-        rows = spark.createDataFrame([row], STATE_SCHEMA).coalesce(1)
-        plain.append(rows, app_id="test", version=version)
+        plain.append(state_rows(spark, "t", 0), app_id="test", version=version)
     with session_settings(spark, {MIN_FILES: "1"}):
         compact_small_files(spark, plain, [("t", 0)])
     history = spark.sql(f"DESCRIBE HISTORY delta.`{plain.name}`").collect()
     assert "OPTIMIZE" not in {r.operation for r in history}
+
+
+def test_spark_counts_the_small_files_where_delta_rs_cannot_read(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = Tables.at(*(str(tmp_path / n) for n in ("s", "p", "e", "y", "l"))).state
+    state.ensure(spark)
+    for version, (topic, partition) in enumerate([("t", 0), ("t", 0), ("t", 1), ("u", 0)]):
+        state.append(state_rows(spark, topic, partition), app_id="test", version=version)
+    monkeypatch.setattr(Table, "native", lambda self, spark: None)  # as for a catalog name
+    with session_settings(spark, {MIN_FILES: "2"}):
+        compact_small_files(spark, state, [("t", 0), ("t", 1), ("u", 0)])
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{state.name}`").orderBy("version").collect()
+    assert history[-1].operation == "OPTIMIZE"
+    predicate = history[-1].operationParameters["predicate"]
+    assert "topic = t" in predicate and "partition = 0" in predicate
+    assert "partition = 1" not in predicate and "topic = u" not in predicate
+    files = (
+        state.read(spark)
+        .groupBy("topic", "partition")
+        .agg(F.countDistinct("_metadata.file_path").alias("n"))
+    )
+    assert {(r.topic, r.partition, r.n) for r in files.collect()} == {
+        ("t", 0, 1),
+        ("t", 1, 1),
+        ("u", 0, 1),
+    }
 
 
 def test_the_warm_up_commits_nothing_and_reads_through_delta_rs_or_spark(

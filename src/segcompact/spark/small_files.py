@@ -50,15 +50,15 @@ def compact_small_files(
         return
     least = int(spark.conf.get(MIN_FILES, "50") or 50)
     counts = _small_files(spark, table, partitions)
-    due = sorted(tp for tp in partitions if counts.get(tp, 0) >= least)
     # Kafka's topic names need no quoting in SQL; another name is left uncompacted.
-    where = " OR ".join(
-        f"(topic = '{topic}' AND partition = {int(partition)})"
-        for topic, partition in due
-        if _TOPIC.fullmatch(topic)
+    due = sorted(
+        (topic, partition)
+        for topic, partition in partitions
+        if counts.get((topic, partition), 0) >= least and _TOPIC.fullmatch(topic)
     )
-    if not where:
+    if not due:
         return
+    where = " OR ".join(f"(topic = '{topic}' AND partition = {int(p)})" for topic, p in due)
     with timed(log, "compaction"), session_settings(spark, _OPTIMIZE):
         table.delta(spark).optimize().where(where).executeCompaction()
     log.info("compacted %d partitions of %s", len(due), table.name)
@@ -69,17 +69,14 @@ def _small_files(
 ) -> dict[tuple[str, int], int]:
     """Per partition, its files under ``SMALL_BYTES``; none where the table is not partitioned
     by ``(topic, partition)``."""
+    if table.partition_columns(spark) != list(_BY):
+        return {}
     try:
         native = table.native(spark)
         if native is not None:
-            if list(native.metadata().partition_columns) != list(_BY):
-                return {}
             return delta_native.small_files(native, SMALL_BYTES)
     except delta_native.DeltaError:
         pass  # a protocol feature delta-rs lacks: Spark counts
-    detail = table.delta(spark).detail().select("partitionColumns").first()
-    if detail is None or list(detail[0] or []) != list(_BY):
-        return {}
     files = (
         table.read(spark)
         .where(of_partitions(partitions))
