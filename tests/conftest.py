@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +14,15 @@ from pyspark.sql import SparkSession
 
 from segcompact.spark.session import get_spark
 from tests.support.spark import JVM_OPTIONS
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The test run's own cache directory (``XDG_CACHE_HOME``) for what segcompact caches
+    there (the Spark home of links, the JVM's class archive), not the user's; its CLI
+    subprocesses share it."""
+    cache = tempfile.mkdtemp(prefix="segcompact-test-cache-")
+    os.environ["XDG_CACHE_HOME"] = cache
+    atexit.register(shutil.rmtree, cache, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -100,7 +100,12 @@ def _session(config: CompactorConfig, *, long_running: bool = False) -> SparkSes
     from segcompact.spark.session import config_settings, get_spark
 
     settings = config_settings(config, long_running=long_running)
-    return get_spark(conf=settings, jvm_output=_jvm_output, long_running=long_running)
+    return get_spark(
+        conf=settings,
+        jvm_output=_jvm_output,
+        long_running=long_running,
+        archive_classes=not long_running,
+    )
 
 
 def _spark_output_note() -> str:

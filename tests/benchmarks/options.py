@@ -4,8 +4,11 @@ Spark configuration of the ``segcompact`` processes it starts."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +50,23 @@ def add_spark_conf_dir(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="SPARK_CONF_DIR of the segcompact processes (default: none, Spark's defaults)",
     )
+
+
+@contextlib.contextmanager
+def own_cache(work: Path) -> Iterator[Path]:
+    """``XDG_CACHE_HOME`` is ``<work>/cache`` for the ``segcompact`` processes started in the
+    block: the first one writes the JVM's class archive there (``spark/class_archive.py``),
+    whatever an earlier run left in the user's cache."""
+    cache = work / "cache"
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(cache)
+    try:
+        yield cache
+    finally:
+        if before is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = before
 
 
 def spark_conf_dir(args: argparse.Namespace, work: Path) -> Path:

@@ -33,6 +33,7 @@ from pyspark.sql import SparkSession
 
 from segcompact.config.locations import is_table_name
 from segcompact.errors import SegcompactError
+from segcompact.spark.class_archive import class_archive
 from segcompact.spark.spark_home import spark_home, unzipped_home
 from segcompact.storage import Storage
 from segcompact.timing import timed
@@ -91,6 +92,7 @@ def get_spark(
     *,
     jvm_output: str | None = None,
     long_running: bool = False,
+    archive_classes: bool = False,
 ) -> SparkSession:
     """Return the active SparkSession, or start one with Delta Lake configured.
 
@@ -100,7 +102,9 @@ def get_spark(
     writes (Spark's log lines, the JVM's own warnings) instead of this process's stderr.
     A local session that is not ``long_running`` starts its JVM from the Spark home of
     :func:`~segcompact.spark.spark_home.unzipped_home` where it can; a long-running one (the
-    continuous job) from Spark's own, whose files no cache cleaner removes under it.
+    continuous job) from Spark's own, whose files no cache cleaner removes under it; with
+    ``archive_classes`` (``run --once``, the commands), it maps the archive of its classes
+    that the first such JVM wrote (:mod:`~segcompact.spark.class_archive`).
     """
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -130,29 +134,49 @@ def get_spark(
         and not _jvm_running()
     ):
         home = unzipped_home(settings)
+    archive = class_archive(home, settings) if home and archive_classes else None
+    default = settings.get("spark.driver.defaultJavaOptions", "")
+    if archive is not None:
+        settings["spark.driver.defaultJavaOptions"] = f"{default} {archive.java_options}"
+        atexit.register(archive.finish)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    with timed(log, "Spark session"), _stderr_to(jvm_output), spark_home(home):
+    try:
+        return _start(builder, home, jvm_output)
+    except Exception:
+        if archive is None or archive.part is not None or _jvm_running():
+            raise
+    # A JVM that died mapping the archive (a damaged file crashes it): without it, and the
+    # next run writes another.
+    log.warning("the JVM did not start with %s: removed, starting without it", archive.path)
+    archive.path.unlink(missing_ok=True)
+    return _start(builder.config("spark.driver.defaultJavaOptions", default), home, jvm_output)
+
+
+def _start(builder: SparkSession.Builder, home: str | None, jvm_output: str | None) -> SparkSession:
+    with timed(log, "Spark session"), _jvm_output_to(jvm_output), spark_home(home):
         return builder.getOrCreate()
 
 
 @contextlib.contextmanager
-def _stderr_to(path: str | None) -> Iterator[None]:
-    """This process's stderr goes to ``path`` (appended) while the block runs: a JVM the block
-    starts keeps it as its own stderr, and so do the Python workers it starts."""
-    if path is None:
-        yield
-        return
+def _jvm_output_to(path: str | None) -> Iterator[None]:
+    """This process's stdout and stderr go to ``path`` (appended; None: stderr) while the
+    block runs: a JVM the block starts keeps them as its own, and so do the Python workers it
+    starts. What a JVM writes to its stdout (a crash's report) is not a command's output."""
+    sys.stdout.flush()
     sys.stderr.flush()
-    saved = os.dup(2)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    saved = os.dup(1), os.dup(2)
+    fd = os.dup(2) if path is None else os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
+        os.dup2(fd, 1)
         os.dup2(fd, 2)
         yield
     finally:
+        sys.stdout.flush()
         sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
+        for target, kept in enumerate(saved, start=1):
+            os.dup2(kept, target)
+            os.close(kept)
         os.close(fd)
 
 

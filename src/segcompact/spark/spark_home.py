@@ -88,10 +88,12 @@ def _this_python(python: str) -> bool:
         return False
 
 
-def _cache() -> Path:
-    """The user's cache directory (an ``XDG_CACHE_HOME`` that is not absolute is ignored)."""
+def cache_dir() -> Path:
+    """segcompact's folder in the user's cache directory (``XDG_CACHE_HOME``, else
+    ``~/.cache``; an ``XDG_CACHE_HOME`` that is not absolute is ignored)."""
     configured = os.environ.get("XDG_CACHE_HOME", "")
-    return Path(configured) if os.path.isabs(configured) else Path.home() / ".cache"
+    cache = Path(configured) if os.path.isabs(configured) else Path.home() / ".cache"
+    return cache / "segcompact"
 
 
 def _links(real: Path) -> Path:
@@ -99,7 +101,7 @@ def _links(real: Path) -> Path:
     entries = sorted(p.name for p in real.iterdir() if p.name != "__pycache__")
     named = "\0".join([_LAYOUT, str(real), pyspark.__version__, *entries])
     digest = hashlib.sha256(os.fsencode(named)).hexdigest()[:16]
-    home = _cache() / "segcompact" / f"spark-home-{digest}"
+    home = cache_dir() / f"spark-home-{digest}"
     if home.is_dir():
         return home
     home.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

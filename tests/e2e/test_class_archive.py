@@ -1,0 +1,61 @@
+"""A short-lived JVM's class archive (``spark/class_archive.py``) with a real JVM: the first
+``run --once`` writes it as its JVM exits, the next one maps it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.harness import run_cli
+from tests.support.config import write_config
+
+pytestmark = pytest.mark.spark
+
+
+def test_the_first_run_writes_the_class_archive_and_the_next_maps_it(tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    cache = tmp_path / "cache"
+    env = {"XDG_CACHE_HOME": str(cache)}  # no SPARK_CONF_DIR (run_cli's default)
+    first = run_cli(
+        "run",
+        "--once",
+        "--config",
+        write_config(tmp_path / "a", [tmp_path / "in"]),
+        cwd=tmp_path,
+        env=env,
+    )
+    assert first.returncode == 0, first.stderr
+    found = sorted(p.name for p in (cache / "segcompact").iterdir())
+    archives = [n for n in found if n.endswith(".jsa")]
+    assert len(archives) == 1, found
+    assert not [
+        n for n in found if n.startswith((".jvm-classes", "jvm-classes")) and n not in archives
+    ]
+    assert (cache / "segcompact" / archives[0]).stat().st_size > 10 << 20
+    assert "cds" not in first.stdout  # the JVM's lines about it go nowhere
+    # -Xshare:on: a JVM that cannot map the archive (another class path, a stale jar) fails.
+    config = write_config(
+        tmp_path / "b", [tmp_path / "in"], spark={"spark.driver.extraJavaOptions": "-Xshare:on"}
+    )
+    second = run_cli("run", "--once", "--config", config, cwd=tmp_path, env=env)
+    assert second.returncode == 0, second.stderr
+    assert sorted(p.name for p in (cache / "segcompact").iterdir()) == found
+
+    # A damaged archive crashes the JVM that maps it: removed, the run starts again without.
+    archive = cache / "segcompact" / archives[0]
+    archive.chmod(0o600)
+    with archive.open("r+b") as f:
+        f.truncate(archive.stat().st_size // 4)
+    third = run_cli(
+        "run",
+        "--once",
+        "--config",
+        write_config(tmp_path / "c", [tmp_path / "in"]),
+        cwd=tmp_path,
+        env=env,
+    )
+    assert third.returncode == 0, third.stderr
+    assert f"the JVM did not start with {archive}: removed" in third.stderr
+    assert not archive.exists()
+    assert third.stdout == "" and not list(tmp_path.glob("hs_err*"))  # the crash's report
