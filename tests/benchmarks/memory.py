@@ -143,7 +143,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     peaks = PeakRss()
     peaks.start()
     try:
-        figures = run_once(config, work, spark_conf_dir)
+        with options.own_cache(work):
+            figures = run_once(config, work, spark_conf_dir)
     finally:
         peaks.stop.set()
         peaks.join()

@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from segcompact import delta_native
 from segcompact.erasure.ledger_reads import read_rows
 from segcompact.errors import ConfigError
 from segcompact.spark.ledger import rows_frame
@@ -83,14 +84,21 @@ def test_a_state_table_not_partitioned_by_kafka_partition_is_not_compacted(
     assert "OPTIMIZE" not in {r.operation for r in history}
 
 
+@pytest.mark.parametrize("delta_rs", ["none", "fails"])
 def test_spark_counts_the_small_files_where_delta_rs_cannot_read(
-    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, delta_rs: str
 ) -> None:
     state = Tables.at(*(str(tmp_path / n) for n in ("s", "p", "e", "y", "l"))).state
     state.ensure(spark)
     for version, (topic, partition) in enumerate([("t", 0), ("t", 0), ("t", 1), ("u", 0)]):
         state.append(state_rows(spark, topic, partition), app_id="test", version=version)
-    monkeypatch.setattr(Table, "native", lambda self, spark: None)  # as for a catalog name
+
+    def native(table: Table, spark: SparkSession) -> None:
+        if delta_rs == "fails":  # a protocol feature delta-rs lacks
+            raise delta_native.DeltaError("unsupported reader features")
+        # else: as for a catalog name
+
+    monkeypatch.setattr(Table, "native", native)
     with session_settings(spark, {MIN_FILES: "2"}):
         compact_small_files(spark, state, [("t", 0), ("t", 1), ("u", 0)])
     history = spark.sql(f"DESCRIBE HISTORY delta.`{state.name}`").orderBy("version").collect()

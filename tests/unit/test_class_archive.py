@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from segcompact.spark.class_archive import _LAUNCHER_VARIABLES as LAUNCHER
 from segcompact.spark.class_archive import ClassArchive, class_archive
 
 SETTINGS = {"spark.driver.defaultJavaOptions": "-XX:TieredStopAtLevel=1"}
@@ -21,8 +22,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in ("spark-core.jar", "scala-library.jar"):
         (home / "jars" / name).write_bytes(b"jar")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    for variable in ("SPARK_CONF_DIR", "HADOOP_CONF_DIR", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS"):
+    for variable in (*LAUNCHER, "SPARK_CONF_DIR", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS"):
         monkeypatch.delenv(variable, raising=False)
+    monkeypatch.delenv("JDK_JAVA_OPTIONS", raising=False)
     return home
 
 
@@ -74,6 +76,21 @@ def test_no_archive_where_the_jvm_cannot_have_one(
     assert class_archive(str(home), SETTINGS) is None  # the JVM cannot archive it
 
 
+@pytest.mark.parametrize("variable", ["HADOOP_CONF_DIR", "SPARK_SUBMIT_OPTS"])
+def test_no_archive_where_the_launcher_adds_what_is_not_seen_here(
+    home: Path, variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(variable, "/etc/hadoop")
+    assert class_archive(str(home), SETTINGS) is None
+
+
+def test_no_archive_in_a_cache_whose_path_spark_would_split(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "my cache"))
+    assert class_archive(str(home), SETTINGS) is None
+
+
 def test_a_write_that_failed_is_not_tried_again_the_same_day(home: Path) -> None:
     archive = class_archive(str(home), SETTINGS)
     assert archive is not None and archive.part is not None
@@ -81,7 +98,9 @@ def test_a_write_that_failed_is_not_tried_again_the_same_day(home: Path) -> None
     tried = archive.path.with_suffix(".tried")
     day_ago = time.time() - 25 * 3600
     os.utime(tried, (day_ago, day_ago))
-    assert class_archive(str(home), SETTINGS) == archive  # (the same process: the same part)
+    again = class_archive(str(home), SETTINGS)
+    assert again is not None and again.path == archive.path and again.part is not None
+    assert again.part != archive.part  # each write its own file
 
 
 def test_an_archive_unused_for_30_days_goes_when_another_is_written(home: Path) -> None:

@@ -11,10 +11,13 @@ the configuration directory it was written for.
 
 An archive lives in the user's cache directory (``segcompact/jvm-classes-*.jsa``, about 200
 MB), kept while it is used: one not used for 30 days is removed when another is written.
-Writing one costs the first run about as much CPU again as it saves each later run; its
+Writing one costs the first run 15 to 23 CPU s more (each later run saves 4 to 7); its
 Python process waits for the JVM to write it, under a temporary name. The JVM cannot archive
 a class path holding a directory with files in it (a ``spark-defaults.conf`` in
-``SPARK_CONF_DIR``, a ``HADOOP_CONF_DIR``): no archive then.
+``SPARK_CONF_DIR``; ``HADOOP_CONF_DIR`` and the like, whatever they hold), and Spark splits
+the options at spaces: no archive then, nor where other settings of the launcher change the
+class path or the JVM's options unseen here. A damaged archive crashes the JVM that maps it:
+:func:`~segcompact.spark.session.get_spark` then removes it and starts the JVM without it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -39,6 +43,7 @@ _RETRY_S = 24 * 3600  # a failed attempt to write one is not repeated sooner
 # Java options of the user's that decide the JVM's class data sharing themselves.
 _CDS_OPTIONS = (
     "-Xshare:off",
+    "-XX:-UseSharedSpaces",
     "SharedArchiveFile",
     "ArchiveClassesAtExit",
     "AutoCreateSharedArchive",
@@ -46,10 +51,20 @@ _CDS_OPTIONS = (
 _OPTION_SETTINGS = ("spark.driver.defaultJavaOptions", "spark.driver.extraJavaOptions")
 _OPTION_VARIABLES = ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS")
 _SHARE = re.compile(r"-Xshare:\w+")
-# Directories the launcher puts on the class path besides the configuration directory.
-_CLASS_PATH_VARIABLES = ("HADOOP_CONF_DIR", "YARN_CONF_DIR", "SPARK_DIST_CLASSPATH")
-# The JVM's own lines about archives (a class it would not archive, one it could not map)
-# would go to its stdout, which a command's output shares.
+_SPLIT = re.compile(r"[\s'\"\\]")  # what Spark's option parsing would take apart
+# What the launcher adds to the class path besides the configuration directory and the jars,
+# or to the JVM's options.
+_LAUNCHER_VARIABLES = (
+    "HADOOP_CONF_DIR",
+    "YARN_CONF_DIR",
+    "SPARK_DIST_CLASSPATH",
+    "SPARK_CLASSPATH",
+    "SPARK_PREPEND_CLASSES",
+    "SPARK_TESTING",
+    "SPARK_SUBMIT_OPTS",
+    "PYSPARK_SUBMIT_ARGS",
+)
+# The JVM's own lines about archives (a class it would not archive): none.
 _QUIET = "-Xlog:cds*=off"
 
 
@@ -65,13 +80,14 @@ class ClassArchive:
     def java_options(self) -> str:
         if self.part is None:
             # A damaged archive crashes the JVM: its report goes to the temporary directory,
-            # not the working one, and what it says to stderr, not a command's stdout.
-            crash = Path(tempfile.gettempdir(), "segcompact-jvm-crash-%p.log")
-            return (
-                f"-XX:SharedArchiveFile={self.path} -XX:ErrorFile={crash} "
-                f"-XX:+DisplayVMOutputToStderr {_QUIET}"
-            )
+            # not the working one.
+            return f"-XX:SharedArchiveFile={self.path} -XX:ErrorFile={self.crash_report} {_QUIET}"
         return f"-XX:ArchiveClassesAtExit={self.part} {_QUIET}"
+
+    @property
+    def crash_report(self) -> Path:
+        """Where the JVM this process starts writes its report if it crashes."""
+        return Path(tempfile.gettempdir(), f"segcompact-jvm-crash-{os.getpid()}.log")
 
     def finish(self) -> None:
         """At this process's exit: let the JVM exit and write the archive, then name it."""
@@ -99,7 +115,9 @@ def class_archive(home: str, settings: Mapping[str, str]) -> ClassArchive | None
         _remove_unused(archive.parent)
     except OSError:
         return None
-    return ClassArchive(archive, archive.with_name(f".{archive.name}.{os.getpid()}"))
+    # Named apart from any other process's, in another PID namespace too.
+    part = f".{archive.name}.{os.getpid()}-{secrets.token_hex(4)}"
+    return ClassArchive(archive, archive.with_name(part))
 
 
 def _inputs(home: Path, settings: Mapping[str, str]) -> list[str] | None:
@@ -114,18 +132,20 @@ def _inputs(home: Path, settings: Mapping[str, str]) -> list[str] | None:
     # decides compressed pointers): another archive; -Xshare:on or auto changes neither.
     options = " ".join(_SHARE.sub("", options).split())
     memory = settings.get("spark.driver.memory", "")
-    if any(os.environ.get(v) for v in (*_CLASS_PATH_VARIABLES, "SPARK_CLASSPATH")):
+    if any(os.environ.get(v) for v in _LAUNCHER_VARIABLES):
         return None
     conf = Path(os.environ.get("SPARK_CONF_DIR") or home / "conf")
-    if conf.is_dir() and any(conf.iterdir()):
-        return None  # a directory with files on the class path: the JVM cannot archive it
     java = _java()
-    if java is None:
-        return None
-    jars = sorted((home / "jars").iterdir())
-    jars += [Path(j) for j in settings.get("spark.jars", "").split(",") if j]
+    if java is None or _SPLIT.search(f"{cache_dir()}{tempfile.gettempdir()}"):
+        return None  # Spark would split the archive's or the crash report's path
     try:
-        return [_LAYOUT, _stat(java), str(home), str(conf), options, memory, *map(_stat, jars)]
+        if conf.is_dir() and any(conf.iterdir()):
+            return None  # a directory with files on the class path: the JVM cannot archive it
+        jars = sorted((home / "jars").iterdir())
+        jars += [Path(j) for j in settings.get("spark.jars", "").split(",") if j]
+        libjvm = java.parent.parent / "lib" / "server" / "libjvm.so"
+        runtime = [_stat(java), *([_stat(libjvm)] if libjvm.exists() else [])]
+        return [_LAYOUT, *runtime, str(home), str(conf), options, memory, *map(_stat, jars)]
     except OSError:
         return None
 

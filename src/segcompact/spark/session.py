@@ -138,18 +138,26 @@ def get_spark(
     default = settings.get("spark.driver.defaultJavaOptions", "")
     if archive is not None:
         settings["spark.driver.defaultJavaOptions"] = f"{default} {archive.java_options}"
-        atexit.register(archive.finish)
+        if archive.part is not None:
+            atexit.register(archive.finish)
+        else:
+            with contextlib.suppress(OSError):  # an earlier process's of the same id
+                archive.crash_report.unlink()
     for key, value in settings.items():
         builder = builder.config(key, value)
     try:
         return _start(builder, home, jvm_output)
-    except Exception:
-        if archive is None or archive.part is not None or _jvm_running():
+    except Exception as e:
+        crashed = archive is not None and archive.part is None and archive.crash_report.exists()
+        if not crashed or archive is None or _jvm_running():
             raise
-    # A JVM that died mapping the archive (a damaged file crashes it): without it, and the
+        log.debug("the JVM's start failed: %s", e)
+    # The JVM crashed mapping the archive (a damaged file does that): without it, and the
     # next run writes another.
-    log.warning("the JVM did not start with %s: removed, starting without it", archive.path)
-    archive.path.unlink(missing_ok=True)
+    log.warning("the JVM crashed mapping %s: removed, starting without it", archive.path)
+    with contextlib.suppress(OSError):
+        archive.path.unlink(missing_ok=True)
+        archive.crash_report.unlink()
     return _start(builder.config("spark.driver.defaultJavaOptions", default), home, jvm_output)
 
 
@@ -165,16 +173,16 @@ def _jvm_output_to(path: str | None) -> Iterator[None]:
     starts. What a JVM writes to its stdout (a crash's report) is not a command's output."""
     sys.stdout.flush()
     sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
     fd = os.dup(2) if path is None else os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    saved: dict[int, int] = {}
     try:
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
+        for target in (1, 2):
+            with contextlib.suppress(OSError):  # a closed stdout stays closed
+                saved[target] = os.dup(target)
+                os.dup2(fd, target)
         yield
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        for target, kept in enumerate(saved, start=1):
+        for target, kept in saved.items():
             os.dup2(kept, target)
             os.close(kept)
         os.close(fd)

@@ -10,7 +10,7 @@ compiled), the JVM gets a Spark home of links to the real one's entries, less th
 
 The links live in the user's cache directory (``$XDG_CACHE_HOME/segcompact``, else
 ``~/.cache/segcompact``), one directory per pyspark install, made once: the JVM opens its jars
-through them until it exits, after any of this process's exit handlers. Spark's own home is
+through them until it exits (after this process, or in its exit handlers). Spark's own home is
 used where ``SPARK_HOME`` is set, where the JVM's Python processes run another interpreter
 (``PYSPARK_PYTHON``, ``PYSPARK_DRIVER_PYTHON``, ``spark.pyspark.python``,
 ``spark.pyspark.driver.python``), and where no such directory can be made or used.

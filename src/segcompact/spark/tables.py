@@ -273,9 +273,12 @@ class Table:
         return dict(detail[0] or {}) if detail is not None else {}
 
     def partition_columns(self, spark: SparkSession) -> list[str]:
-        native = self.native(spark)
-        if native is not None:
-            return list(native.metadata().partition_columns)
+        try:
+            native = self.native(spark)
+            if native is not None:
+                return list(native.metadata().partition_columns)
+        except delta_native.DeltaError:
+            pass  # a protocol feature delta-rs lacks: Spark reads it
         detail = self.delta(spark).detail().select("partitionColumns").first()
         return list(detail[0] or []) if detail is not None else []
 
