@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,18 +14,17 @@ from tests.support.config import write_config
 pytestmark = pytest.mark.spark
 
 
+def run_once(work: Path, **spark: str) -> subprocess.CompletedProcess[str]:
+    """``run --once`` on an empty source, its tables in ``work``; no SPARK_CONF_DIR."""
+    config = write_config(work, [work.parent / "in"], spark=spark or None)
+    env = {"XDG_CACHE_HOME": str(work.parent / "cache")}
+    return run_cli("run", "--once", "--config", config, cwd=work.parent, env=env)
+
+
 def test_the_first_run_writes_the_class_archive_and_the_next_maps_it(tmp_path: Path) -> None:
     (tmp_path / "in").mkdir()
     cache = tmp_path / "cache"
-    env = {"XDG_CACHE_HOME": str(cache)}  # no SPARK_CONF_DIR (run_cli's default)
-    first = run_cli(
-        "run",
-        "--once",
-        "--config",
-        write_config(tmp_path / "a", [tmp_path / "in"]),
-        cwd=tmp_path,
-        env=env,
-    )
+    first = run_once(tmp_path / "a")
     assert first.returncode == 0, first.stderr
     found = sorted(p.name for p in (cache / "segcompact").iterdir())
     archives = [n for n in found if n.endswith(".jsa")]
@@ -34,10 +34,7 @@ def test_the_first_run_writes_the_class_archive_and_the_next_maps_it(tmp_path: P
     ]
     assert (cache / "segcompact" / archives[0]).stat().st_size > 10 << 20
     # -Xshare:on: a JVM that cannot map the archive (another class path, a stale jar) fails.
-    config = write_config(
-        tmp_path / "b", [tmp_path / "in"], spark={"spark.driver.extraJavaOptions": "-Xshare:on"}
-    )
-    second = run_cli("run", "--once", "--config", config, cwd=tmp_path, env=env)
+    second = run_once(tmp_path / "b", **{"spark.driver.extraJavaOptions": "-Xshare:on"})
     assert second.returncode == 0, second.stderr
     assert sorted(p.name for p in (cache / "segcompact").iterdir()) == found
 
@@ -46,14 +43,7 @@ def test_the_first_run_writes_the_class_archive_and_the_next_maps_it(tmp_path: P
     archive.chmod(0o600)
     with archive.open("r+b") as f:
         f.truncate(archive.stat().st_size // 4)
-    third = run_cli(
-        "run",
-        "--once",
-        "--config",
-        write_config(tmp_path / "c", [tmp_path / "in"]),
-        cwd=tmp_path,
-        env=env,
-    )
+    third = run_once(tmp_path / "c")
     assert third.returncode == 0, third.stderr
     assert f"the JVM crashed mapping {archive}: removed" in third.stderr
     assert not archive.exists()
