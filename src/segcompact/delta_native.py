@@ -186,8 +186,10 @@ def file_count(table: DeltaTable) -> int | None:
 
 def small_files(table: DeltaTable, below: int) -> dict[tuple[str, int], int]:
     """Per (topic, partition) of a table partitioned by them, how many of its data files are
-    smaller than ``below`` bytes, from the log; raises ``DeltaError`` when delta-rs cannot read
-    it."""
+    smaller than ``below`` bytes, from the log (none for a table partitioned otherwise); raises
+    ``DeltaError`` when delta-rs cannot read it."""
+    if list(table.metadata().partition_columns) != ["topic", "partition"]:
+        return {}
     files = pa.table(table.get_add_actions(flatten=True))
     small = files.filter(pc.field("size_bytes") < below)
     counts = small.group_by(["partition.topic", "partition.partition"]).aggregate(

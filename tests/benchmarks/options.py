@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from segcompact.format.attributes import Compression
 
@@ -58,15 +59,8 @@ def own_cache(work: Path) -> Iterator[Path]:
     block: the first one writes the JVM's class archive there (``spark/class_archive.py``),
     whatever an earlier run left in the user's cache."""
     cache = work / "cache"
-    before = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(cache)
-    try:
+    with mock.patch.dict(os.environ, {"XDG_CACHE_HOME": str(cache)}):
         yield cache
-    finally:
-        if before is None:
-            os.environ.pop("XDG_CACHE_HOME", None)
-        else:
-            os.environ["XDG_CACHE_HOME"] = before
 
 
 def spark_conf_dir(args: argparse.Namespace, work: Path) -> Path:

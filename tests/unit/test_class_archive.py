@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from segcompact.spark.class_archive import _LAUNCHER_VARIABLES as LAUNCHER
-from segcompact.spark.class_archive import ClassArchive, class_archive
+from segcompact.spark.class_archive import JAVA_OPTION_VARIABLES, ClassArchive, class_archive
 
 SETTINGS = {"spark.driver.defaultJavaOptions": "-XX:TieredStopAtLevel=1"}
 
@@ -22,9 +22,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in ("spark-core.jar", "scala-library.jar"):
         (home / "jars" / name).write_bytes(b"jar")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    for variable in (*LAUNCHER, "SPARK_CONF_DIR", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS"):
+    for variable in (*LAUNCHER, "SPARK_CONF_DIR", *JAVA_OPTION_VARIABLES):
         monkeypatch.delenv(variable, raising=False)
-    monkeypatch.delenv("JDK_JAVA_OPTIONS", raising=False)
     return home
 
 

@@ -49,7 +49,8 @@ _CDS_OPTIONS = (
     "AutoCreateSharedArchive",
 )
 _OPTION_SETTINGS = ("spark.driver.defaultJavaOptions", "spark.driver.extraJavaOptions")
-_OPTION_VARIABLES = ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS")
+# Where the `java` launcher reads options besides its command line.
+JAVA_OPTION_VARIABLES = ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS")
 _SHARE = re.compile(r"-Xshare:\w+")
 _SPLIT = re.compile(r"[\s'\"\\]")  # what Spark's option parsing would take apart
 # What the launcher adds to the class path besides the configuration directory and the jars,
@@ -124,7 +125,7 @@ def _inputs(home: Path, settings: Mapping[str, str]) -> list[str] | None:
     """What the archive depends on (the JVM, its class path, Spark's jars), or None where the
     JVM could not archive or map it."""
     given = [settings.get(k, "") for k in _OPTION_SETTINGS]
-    given += [os.environ.get(v, "") for v in _OPTION_VARIABLES]
+    given += [os.environ.get(v, "") for v in JAVA_OPTION_VARIABLES]
     options = " ".join(given)
     if any(o in options for o in _CDS_OPTIONS) or settings.get("spark.driver.extraClassPath"):
         return None

@@ -33,7 +33,7 @@ from pyspark.sql import SparkSession
 
 from segcompact.config.locations import is_table_name
 from segcompact.errors import SegcompactError
-from segcompact.spark.class_archive import class_archive
+from segcompact.spark.class_archive import JAVA_OPTION_VARIABLES, class_archive
 from segcompact.spark.spark_home import spark_home, unzipped_home
 from segcompact.storage import Storage
 from segcompact.timing import timed
@@ -148,8 +148,12 @@ def get_spark(
     try:
         return _start(builder, home, jvm_output)
     except Exception as e:
-        crashed = archive is not None and archive.part is None and archive.crash_report.exists()
-        if not crashed or archive is None or _jvm_running():
+        if (
+            archive is None
+            or archive.part is not None
+            or not archive.crash_report.exists()
+            or _jvm_running()
+        ):
             raise
         log.debug("the JVM's start failed: %s", e)
     # The JVM crashed mapping the archive (a damaged file does that): without it, and the
@@ -198,8 +202,9 @@ def config_settings(config: CompactorConfig, *, long_running: bool = False) -> d
     ``long_running`` (``run --once``, a command) gets :data:`SHORT_LIVED_JVM` as the driver's
     ``spark.driver.defaultJavaOptions`` unless ``[spark]`` sets that key; Spark adds
     ``spark.driver.extraJavaOptions`` (from ``[spark]`` or ``spark-defaults.conf``) after it.
-    Where ``[spark]``'s ``spark.driver.extraJavaOptions``, ``JAVA_TOOL_OPTIONS`` or
-    ``_JAVA_OPTIONS`` chooses a garbage collector, the collector is left out.
+    Where ``[spark]``'s ``spark.driver.extraJavaOptions``, ``JAVA_TOOL_OPTIONS``,
+    ``_JAVA_OPTIONS`` or ``JDK_JAVA_OPTIONS`` chooses a garbage collector, the collector is
+    left out.
     """
     settings = {**config.storage.spark_settings(), **config.spark}
     if not _launched_by_spark_submit():
@@ -207,7 +212,7 @@ def config_settings(config: CompactorConfig, *, long_running: bool = False) -> d
             settings.setdefault("spark.sql.warehouse.dir", _scratch_warehouse())
         if not long_running:
             own = [settings.get("spark.driver.extraJavaOptions", "")]
-            own += [os.environ.get(v, "") for v in ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS")]
+            own += [os.environ.get(v, "") for v in JAVA_OPTION_VARIABLES]
             # A JVM given two collectors refuses to start: one chosen elsewhere stays alone.
             chosen = any(_CHOOSES_GC.search(options) for options in own)
             settings.setdefault(

@@ -69,14 +69,15 @@ def _small_files(
 ) -> dict[tuple[str, int], int]:
     """Per partition, its files under ``SMALL_BYTES``; none where the table is not partitioned
     by ``(topic, partition)``."""
-    if table.partition_columns(spark) != list(_BY):
-        return {}
     try:
         native = table.native(spark)
         if native is not None:
             return delta_native.small_files(native, SMALL_BYTES)
     except delta_native.DeltaError:
         pass  # a protocol feature delta-rs lacks: Spark counts
+    detail = table.delta(spark).detail().select("partitionColumns").first()
+    if detail is None or list(detail[0] or []) != list(_BY):
+        return {}
     files = (
         table.read(spark)
         .where(of_partitions(partitions))

@@ -272,16 +272,6 @@ class Table:
         detail = self.delta(spark).detail().select("properties").first()
         return dict(detail[0] or {}) if detail is not None else {}
 
-    def partition_columns(self, spark: SparkSession) -> list[str]:
-        try:
-            native = self.native(spark)
-            if native is not None:
-                return list(native.metadata().partition_columns)
-        except delta_native.DeltaError:
-            pass  # a protocol feature delta-rs lacks: Spark reads it
-        detail = self.delta(spark).detail().select("partitionColumns").first()
-        return list(detail[0] or []) if detail is not None else []
-
     def commit_times(self, spark: SparkSession, since: int) -> dict[int, int]:
         """Each commit's time in epoch ms, from version ``since`` on."""
         native = self.native(spark)
