@@ -184,6 +184,12 @@ def _finish(part: Path, archive: Path) -> None:
     proc = getattr(gateway, "proc", None)
     if not isinstance(proc, subprocess.Popen):
         return
+    # Python's accumulator server reads its workers' updates from the JVM: stopped first (as
+    # SparkContext.stop does), or the JVM's exit ends that connection mid-read and it prints
+    # a traceback.
+    server = getattr(SparkContext._active_spark_context, "_accumulatorServer", None)
+    if server is not None:
+        server.shutdown()
     try:
         if proc.stdin is not None:
             proc.stdin.close()  # the JVM exits when its stdin closes
