@@ -1,7 +1,7 @@
 """Kafka's own log cleaner beside segcompact ``run --once``, on one broker-written log.
 
     python -m tests.benchmarks.cleaner [--size-mib 256] [--partitions 2]
-        [--keys-per-partition 200000] [--tombstones 0.1] [--workdir D]
+        [--keys-per-partition 200000] [--tombstones 0.1] [--repeat 3] [--workdir D]
 
 1. A real broker (Kafka 4.3, KRaft, 127.0.0.1; the JIT a production broker runs with, 1 GiB
    heap, one cleaner thread, the default 128 MiB dedupe buffer) hosts one compacted topic of
@@ -21,8 +21,10 @@
    read from /proc, the CPU time of the cleaner thread and of the whole broker JVM from the
    alter to the last stats block (an idle broker's background included).
 4. segcompact's command line, as a new user runs it (``segcompact run --once --config F``,
-   Spark's defaults, fresh tables, checkpoint and output), in a subprocess, twice: on an empty
-   source (the fixed cost: JVM start, Delta tables, one empty micro-batch) and on the copy.
+   Spark's defaults, fresh tables, checkpoint and output), in a subprocess: on an empty source
+   (the fixed cost: JVM start, Delta tables, one empty micro-batch) and on the copy, in turn,
+   ``--repeat`` times each (3), the run of median CPU time of each counting (one run of
+   segcompact on the copy moves by a few CPU seconds from the next).
    Its config keeps Kafka's topic defaults, as the cleaner's topic does (offset order; a
    tombstone outlives its first compaction by a day, so both keep them here), but for the
    segment size, which is the topic's; it reads rolled segments only (``rolled_only``), as the
@@ -337,24 +339,36 @@ def segcompact_config(
 def run_segcompact(
     args: argparse.Namespace, work: Path, raw: Path, segment_bytes: int
 ) -> dict[str, Any]:
-    """``run --once`` on an empty source and on ``raw``, as a scheduled job runs them: after a
-    first run on ``raw`` (its own tables), which writes the JVM's class archive the others map
-    (none where ``--spark-conf-dir`` gives a configuration directory with files in it, which
-    the JVM cannot archive: no first run then)."""
+    """``run --once`` on an empty source and on ``raw``, ``--repeat`` times each, alternating
+    (each run its own tables), as a scheduled job runs them: per source, the run of median CPU
+    time, with every run's (``cpu_s_runs``). First, a run on ``raw`` that writes the JVM's
+    class archive the others map (none where ``--spark-conf-dir`` gives a configuration
+    directory with files in it, which the JVM cannot archive: no first run then). Its output
+    is ``<work>/full/out``, the median full run's."""
     spark_conf_dir = options.spark_conf_dir(args, work)
     spark = {"spark.driver.memory": args.driver_memory} if args.driver_memory else None
-    runs = {}
-    names = [("empty", work / "empty" / "source"), ("full", raw)]
-    if not any(spark_conf_dir.iterdir()):
-        names.insert(0, ("first", raw))
+    empty = work / "empty-source"
+    empty.mkdir(parents=True, exist_ok=True)
+    plan = [("first", raw)] if not any(spark_conf_dir.iterdir()) else []
+    plan += [run for _ in range(args.repeat) for run in (("empty", empty), ("full", raw))]
+    runs: dict[str, list[dict[str, Any]]] = {}
     with options.own_cache(work):
-        for name, source in names:
-            source.mkdir(parents=True, exist_ok=True)
-            config = segcompact_config(work / name, source, segment_bytes, spark)
-            what = "an empty source" if name == "empty" else source
+        for i, (name, source) in enumerate(plan):
+            folder = work / f"{name}-{i}"
+            config = segcompact_config(folder, source, segment_bytes, spark)
+            what = "an empty source" if source == empty else source
             print(f"  segcompact run --once on {what}{' (first run)' if name == 'first' else ''}")
-            runs[name] = {**run_once(config, work / name, spark_conf_dir), "config": str(config)}
-    return runs
+            run = {**run_once(config, folder, spark_conf_dir), "folder": str(folder)}
+            runs.setdefault(name, []).append(run)
+    medians = {name: _median(done) for name, done in runs.items()}
+    (work / "full").symlink_to(medians["full"]["folder"])
+    return medians
+
+
+def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of median CPU time (the lower one of an even count), with every run's."""
+    ordered = sorted(runs, key=lambda r: float(r["cpu_s"]))
+    return {**ordered[(len(ordered) - 1) // 2], "cpu_s_runs": [r["cpu_s"] for r in runs]}
 
 
 # --- Checking --------------------------------------------------------------------------------
@@ -493,6 +507,11 @@ def report(out: dict[str, Any]) -> None:
         f"{jvm['startup_cpu_s']:.1f} CPU s, producing {jvm['produce_cpu_s']:.1f} CPU s; "
         f"segcompact max RSS {runs['full']['max_rss_mib']:,.0f} MiB"
     )
+    each = "; ".join(
+        f"{name} {', '.join(f'{c:.1f}' for c in runs[name]['cpu_s_runs'])}"
+        for name in ("full", "empty")
+    )
+    print(f"  segcompact's runs, CPU s (the median counts): {each}")
     check = out["check"]
     verdict = "OK, the same records" if check["ok"] else "WARNING: the outputs differ"
     print(f"  check: {verdict}; {check['kept_records']:,} records kept by Kafka's cleaner")
@@ -526,6 +545,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     options.add_spark_conf_dir(parser)
     parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="segcompact's runs on each source, the median counting (default 3)",
+    )
+    parser.add_argument(
         "--driver-memory", help="a [spark] spark.driver.memory (default: segcompact's, 1g)"
     )
     parser.add_argument(
@@ -534,6 +559,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     if args.keys_per_partition < 1 or args.partitions < 1 or not 0 <= args.tombstones < 1:
         parser.error("--keys-per-partition and --partitions >= 1, 0 <= --tombstones < 1")
+    if args.repeat < 1:
+        parser.error("--repeat >= 1")
 
     share = args.size_mib * MiB / args.partitions
     segment_bytes = int(args.segment_mib * MiB if args.segment_mib else share / 8) >> 10 << 10

@@ -22,7 +22,8 @@ def test_cleaner_benchmark_smoke(tmp_path: Path, spark_conf_dir: Path) -> None:
         # Not a skip: the test command fetches Kafka, so its absence is a failure.
         pytest.fail(missing_kafka_message())
     args = ["--size-mib", "2", "--partitions", "2", "--keys-per-partition", str(KEYS)]
-    out = cleaner.main([*args, "--workdir", str(tmp_path), "--spark-conf-dir", str(spark_conf_dir)])
+    args += ["--repeat", "1", "--workdir", str(tmp_path), "--spark-conf-dir", str(spark_conf_dir)]
+    out = cleaner.main(args)
 
     log, produced = out["log"], out["kafka"]["produced"]
     assert log["input_bytes"] >= 2 * MiB and log["partitions"] == 2
@@ -53,6 +54,7 @@ def test_cleaner_benchmark_smoke(tmp_path: Path, spark_conf_dir: Path) -> None:
     for run in runs.values():
         assert run["exit_code"] == 0 and run["stragglers_killed"] == 0
         assert run["cpu_s"] > run["user_cpu_s"] > 0 and run["tree_wall_s"] >= run["wall_s"] > 0
+        assert run["cpu_s_runs"] == [run["cpu_s"]]
     jvm = out["kafka"]["jvm"]
     assert jvm["startup_cpu_s"] > 0 and jvm["cleaning_cpu_s"] > 0 and jvm["cleaning_wall_s"] > 0
     assert out["kafka"]["cleaner"]["seconds"] > 0 and out["kafka"]["cleaner"]["thread_cpu_s"] > 0
@@ -70,3 +72,9 @@ def test_cleaner_benchmark_smoke(tmp_path: Path, spark_conf_dir: Path) -> None:
     assert len(figures["ratios"]) == 4
     for name, ratio in figures["ratios"].items():
         assert ratio is not None and ratio > 0, name
+
+
+def test_the_run_of_median_cpu_time_counts() -> None:
+    runs = [{"cpu_s": c, "n": i} for i, c in enumerate([31.0, 36.5, 30.2])]
+    assert cleaner._median(runs) == {"cpu_s": 31.0, "n": 0, "cpu_s_runs": [31.0, 36.5, 30.2]}
+    assert cleaner._median(runs[:2])["n"] == 0  # the lower of two
