@@ -361,7 +361,7 @@ def run_segcompact(
             run = {**run_once(config, folder, spark_conf_dir), "folder": str(folder)}
             runs.setdefault(name, []).append(run)
     medians = {name: _median(done) for name, done in runs.items()}
-    (work / "full").symlink_to(medians["full"]["folder"])
+    (work / "full").symlink_to(Path(medians["full"]["folder"]).name)  # beside it
     return medians
 
 

@@ -66,7 +66,8 @@ def test_a_collector_chosen_elsewhere_is_not_given_a_second_one(
 def test_other_java_options_keep_the_parallel_collector(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    for name in JAVA_OPTION_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-XX:+UseGCOverheadLimit -Xss2m")
-    monkeypatch.delenv("_JAVA_OPTIONS", raising=False)
     config = load_config(write_config(tmp_path, [tmp_path / "in"]))
     assert config_settings(config)[JAVA_OPTIONS] == SHORT_LIVED_JVM

@@ -22,6 +22,7 @@ class path or the JVM's options unseen here. A damaged archive crashes the JVM t
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -187,9 +188,12 @@ def _finish(part: Path, archive: Path) -> None:
     # Python's accumulator server reads its workers' updates from the JVM: stopped first (as
     # SparkContext.stop does), or the JVM's exit ends that connection mid-read and it prints
     # a traceback.
-    server = getattr(SparkContext._active_spark_context, "_accumulatorServer", None)
+    context = SparkContext._active_spark_context
+    server = getattr(context, "_accumulatorServer", None)
     if server is not None:
-        server.shutdown()
+        with contextlib.suppress(Exception):  # the archive matters more than a clean stop
+            server.shutdown()
+            context._accumulatorServer = None  # type: ignore[union-attr]
     try:
         if proc.stdin is not None:
             proc.stdin.close()  # the JVM exits when its stdin closes
