@@ -149,6 +149,7 @@ class JobMetrics:
         )
         self._recent: collections.deque[float] = collections.deque(maxlen=RECENT_BATCHES)
         self._refreshed = -float("inf")
+        self.stale = False  # a refresh was skipped: the tables changed since they were read
         self._lock = threading.Lock()
 
     def serve(self, host: str, port: int) -> None:
@@ -176,16 +177,24 @@ class JobMetrics:
         *,
         force: bool = False,
     ) -> None:
-        """The tables' figures again, unless read less than :data:`REFRESH_S` ago."""
+        """The tables' figures again, unless read less than :data:`REFRESH_S` ago: then they
+        are :attr:`stale` until a later call reads them."""
         with self._lock:
             if not force and time.monotonic() - self._refreshed < REFRESH_S:
+                self.stale = True
                 return
             self._refreshed = time.monotonic()
-            views = {**status_views(config), **ledger_views(config)}
-            sql = open_sql(views, config.storage, spark)  # one set of tables for both reads
-            deletes, rounds = ledger_rows(sql)
-            report = build(deletes, rounds, config.sla_ms, now_ms)
-            self.tables(partition_status(sql, config, now_ms), deletes, report, now_ms)
+            self.stale = False
+            self._read(config, now_ms, spark)
+
+    def _read(
+        self, config: CompactorConfig, now_ms: int, spark: Callable[[], SparkSession]
+    ) -> None:
+        views = {**status_views(config), **ledger_views(config)}
+        sql = open_sql(views, config.storage, spark)  # one set of tables for both reads
+        deletes, rounds = ledger_rows(sql)
+        report = build(deletes, rounds, config.sla_ms, now_ms)
+        self.tables(partition_status(sql, config, now_ms), deletes, report, now_ms)
 
     def tables(
         self,

@@ -164,9 +164,12 @@ class Compactor:
 
     def upkeep_if_due(self) -> RoundReport | None:
         """The upkeep, unless a micro-batch ran it less than ``materialize_check_interval_ms``
-        ago (the idle timer's call)."""
+        ago (the idle timer's call); else the metrics' figures, where a batch's refresh came
+        too soon after the last one (they would wait for the next batch or upkeep)."""
         with self._writing:
             if time.monotonic() < self._next_upkeep:
+                if self.metrics is not None and self.metrics.stale:
+                    self._refresh_metrics()
                 return None
             return self._upkeep()
 
