@@ -121,7 +121,7 @@ def floor_bodies(rows: pa.Table) -> list[bytes]:
     timestamps = rows.column("timestamp").to_numpy()
     return [
         encode_columns(columns, a, b, int(offsets[a]), int(timestamps[a]))
-        for a, b in batch_bounds(offsets, record_sizes(columns), DEFAULT_BATCH_BYTES)
+        for a, b in batch_bounds(offsets, record_sizes(rows), DEFAULT_BATCH_BYTES)
     ]
 
 

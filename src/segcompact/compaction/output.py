@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from segcompact.format.arrow import HEADER, column_buffers
 from segcompact.format.attributes import BatchAttr, Compression
 from segcompact.format.batch import LOG_OVERHEAD, assemble_batch, build_batch
-from segcompact.format.columns import Buffer, ColumnBuffers, encode_columns
+from segcompact.format.columns import encode_columns
 from segcompact.format.io import OutputDirectory
 from segcompact.format.record import Header
 from segcompact.format.writer import SegmentWriter
@@ -97,32 +97,6 @@ def output_rows(records: Iterable[OutputRecord]) -> pa.Table:
     )
 
 
-def record_sizes(columns: ColumnBuffers) -> NDArray[np.int64]:
-    """About the bytes each record takes in a batch: its key, value and headers' bytes plus a
-    record's (and each header's) fixed overhead."""
-
-    def lengths(offsets: Buffer, valid: Buffer | None) -> NDArray[np.int64]:
-        bounds = np.frombuffer(offsets, np.int32).astype(np.int64)
-        sizes: NDArray[np.int64] = bounds[1:] - bounds[:-1]
-        return sizes if valid is None else sizes * np.frombuffer(valid, np.uint8).astype(np.int64)
-
-    header_sizes = (
-        lengths(columns.hkey_offsets, None)
-        + lengths(columns.hvalue_offsets, columns.hvalue_valid)
-        + _HEADER_OVERHEAD
-    )
-    summed = np.concatenate([[0], np.cumsum(header_sizes)])
-    headers = np.frombuffer(columns.header_offsets, np.int32)
-    per_record = summed[headers[1:]] - summed[headers[:-1]]
-    sizes: NDArray[np.int64] = (
-        _RECORD_OVERHEAD
-        + lengths(columns.key_offsets, columns.key_valid)
-        + lengths(columns.value_offsets, columns.value_valid)
-        + per_record
-    )
-    return sizes
-
-
 def batch_bounds(
     offsets: NDArray[np.int64], sizes: NDArray[np.int64], batch_bytes: int
 ) -> Iterator[tuple[int, int]]:
@@ -143,18 +117,21 @@ def _binary_lengths(values: pa.ChunkedArray | pa.Array) -> NDArray[np.int64]:
     return lengths.astype(np.int64)
 
 
-def _record_bytes(rows: pa.Table) -> NDArray[np.int64]:
-    """The bytes of each record's key, value and headers."""
+def record_sizes(rows: pa.Table) -> NDArray[np.int64]:
+    """About the bytes each record takes in a batch: its key, value and headers' bytes plus a
+    record's (and each header's) fixed overhead."""
     headers = rows.column("headers")
     flat = pc.list_flatten(headers)
     header_bytes = np.bincount(
         pc.list_parent_indices(headers).to_numpy(),
         weights=_binary_lengths(pc.struct_field(flat, "key"))
-        + _binary_lengths(pc.struct_field(flat, "value")),
+        + _binary_lengths(pc.struct_field(flat, "value"))
+        + _HEADER_OVERHEAD,
         minlength=rows.num_rows,
     )
     sizes: NDArray[np.int64] = (
-        _binary_lengths(rows.column("key"))
+        _RECORD_OVERHEAD
+        + _binary_lengths(rows.column("key"))
         + _binary_lengths(rows.column("value"))
         + header_bytes.astype(np.int64)
     )
@@ -175,18 +152,22 @@ def _slice_bounds(sizes: NDArray[np.int64], slice_bytes: int) -> list[tuple[int,
 
 
 def slices(rows: pa.Table, slice_bytes: int) -> Iterator[pa.Table]:
-    """Consecutive slices of ``rows``, each of at most ``slice_bytes`` of keys, values and
-    headers, or one record."""
-    for start, stop in _slice_bounds(_record_bytes(rows), slice_bytes):
+    """Consecutive slices of ``rows``, each of at most ``slice_bytes`` (:func:`record_sizes`),
+    or one record."""
+    for start, stop in _slice_bounds(record_sizes(rows), slice_bytes):
         yield rows.slice(start, stop - start)
 
 
 def _batches(
-    rows: pa.Table, compression: Compression, batch_bytes: int, pure: bool
+    rows: pa.Table,
+    sizes: NDArray[np.int64],
+    compression: Compression,
+    batch_bytes: int,
+    pure: bool,
 ) -> Iterator[tuple[int, bytes]]:
     """``(last offset, encoded batch)`` for consecutive groups of about ``batch_bytes`` of one
-    slice's records. A group holding tombstones carries KIP-534's delete horizon: the latest of
-    theirs."""
+    slice's records of these :func:`record_sizes`. A group holding tombstones carries KIP-534's
+    delete horizon: the latest of theirs."""
     columns = column_buffers(rows)
     offsets = np.frombuffer(columns.offset, np.int64)
     timestamps = np.frombuffer(columns.timestamp, np.int64)
@@ -194,7 +175,7 @@ def _batches(
     horizons = pc.fill_null(
         pc.if_else(rows.column("tombstone"), rows.column("delete_horizon"), None), none
     ).to_numpy()
-    for start, stop in batch_bounds(offsets, record_sizes(columns), batch_bytes):
+    for start, stop in batch_bounds(offsets, sizes, batch_bytes):
         latest = int(np.max(horizons[start:stop]))
         horizon = None if latest == none else latest
         base_timestamp = int(timestamps[start]) if horizon is None else horizon
@@ -253,14 +234,14 @@ class PartitionWriter:
         self.written: list[WrittenSegment] = []
         self._segment: SegmentWriter | None = None
         self._last = -1
-        # Records added but not encoded yet, with their sizes (:func:`_record_bytes`).
+        # Records added but not encoded yet, with their sizes (:func:`record_sizes`).
         self._pending: list[pa.Table] = []
         self._pending_sizes: list[NDArray[np.int64]] = []
         self._pending_bytes = 0
 
     def add(self, rows: pa.Table) -> None:
         """Records following the ones added before, in offset order."""
-        sizes = _record_bytes(rows)
+        sizes = record_sizes(rows)
         self._pending.append(rows)
         self._pending_sizes.append(sizes)
         self._pending_bytes += int(sizes.sum())
@@ -288,7 +269,7 @@ class PartitionWriter:
         rest = bounds.pop()[0] if keep_last else len(sizes)
         with self._closed_on_error():
             for start, stop in bounds:
-                self._encode(rows.slice(start, stop - start))
+                self._encode(rows.slice(start, stop - start), sizes[start:stop])
         self._pending = [rows.slice(rest)] if rest < len(sizes) else []
         self._pending_sizes = [sizes[rest:]] if rest < len(sizes) else []
         self._pending_bytes = int(sizes[rest:].sum())
@@ -302,8 +283,10 @@ class PartitionWriter:
                 self._close_segment()
             raise
 
-    def _encode(self, part: pa.Table) -> None:
-        for last_offset, batch in _batches(part, self.compression, self.batch_bytes, self.pure):
+    def _encode(self, part: pa.Table, sizes: NDArray[np.int64]) -> None:
+        for last_offset, batch in _batches(
+            part, sizes, self.compression, self.batch_bytes, self.pure
+        ):
             if last_offset >= self.log_end_offset:
                 raise ValueError(
                     f"record at offset {last_offset} is past the log end offset "

@@ -223,7 +223,8 @@ def column_buffers(rows: pa.Table) -> ColumnBuffers:
     buffers as they are, validity as one byte per entry."""
 
     def column(name: str) -> pa.Array:
-        values = rows.column(name).combine_chunks()
+        chunked = rows.column(name)
+        values = chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
         small = _SMALL.get(name)
         return values if small is None or values.type == small else values.cast(small)
 

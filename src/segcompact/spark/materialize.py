@@ -34,7 +34,6 @@ from segcompact.compaction.rules import is_young
 from segcompact.compaction.triggers import Reason, decision
 from segcompact.config import CompactorConfig, TombstoneMode
 from segcompact.delta_native import Pinned
-from segcompact.format.arrow import column_buffers
 from segcompact.format.attributes import Compression, RecordAttr
 from segcompact.publication import Output, OutputFile, Publication, new_version_directory
 from segcompact.spark.frames import local_frame
@@ -139,7 +138,7 @@ class PlanWriter:
             self.next_horizon, pc.min(pc.filter(horizons, pa.array(tombstone & ~raw))).as_py()
         )
         raw_rows = out.filter(pa.array(raw))
-        self.dirty_bytes += int(record_sizes(column_buffers(raw_rows)).sum())
+        self.dirty_bytes += int(record_sizes(raw_rows).sum())
         # KIP-354's clock starts at the earliest young raw row (the rows before it wait for
         # it, not for their own age), else at the earliest raw one.
         timestamps = raw_rows.column("timestamp").to_pylist()
