@@ -49,7 +49,8 @@ from tests.e2e.harness import (
 )
 
 SECRET = "the chaos harness's ledger secret"
-STREAM = {"max_segments_per_batch": 1, "materialize_check_interval_ms": 3_600_000}
+# One segment per micro-batch: a kill point between every two.
+SEGMENTS_PER_BATCH = 1
 # The generated records' times are within 50 s of 1,000,000 ms; "orders" keeps the last
 # LAG_MS of them raw: at YOUNG_MS they are young, at OLD_MS (an hour on) they graduate.
 LAG_MS = 20_000
@@ -89,6 +90,7 @@ class Job:
     log: Log
     spark_conf: Path | None = None  # a SPARK_CONF_DIR for the commands' JVMs
     store: Store = Store()
+    segments_per_batch: int = SEGMENTS_PER_BATCH
     config_path: Path = field(init=False)
     root: Path = field(init=False)
 
@@ -101,7 +103,10 @@ class Job:
         self.config_path = write_config(
             self.work,
             [self.root],
-            stream=STREAM,
+            stream={
+                "max_segments_per_batch": self.segments_per_batch,
+                "materialize_check_interval_ms": 3_600_000,
+            },
             topics=topics,
             base=None if self.store.base is None else self.store.base(self.name),
             spark=self.store.spark,
@@ -239,12 +244,13 @@ def chaos(
     records: int = 120,
     spark_conf: Path | None = None,
     store: Store = Store(),
+    segments_per_batch: int = SEGMENTS_PER_BATCH,
 ) -> tuple[list[str], list[str]]:
     """The kill points and the differences found, on a log of two topics of two partitions
-    with about ``records`` records each."""
+    with about ``records`` records each, read ``segments_per_batch`` segments a micro-batch."""
     log = write_log(work / "log", seed, records=records, batches_per_segment=4)
-    reference = Job(work / "reference", log, spark_conf, store)
-    killed = Job(work / "chaos", log, spark_conf, store)
+    reference = Job(work / "reference", log, spark_conf, store, segments_per_batch)
+    killed = Job(work / "chaos", log, spark_conf, store, segments_per_batch)
     young: dict[str, int] = {}
 
     def count_young(step: Step) -> None:
