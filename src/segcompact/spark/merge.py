@@ -140,11 +140,12 @@ class BatchMerger:
             # One candidate per key in every partition: the winners are the rows themselves.
             one_per_key = all(r["one_per_key"] for r in stats if r["topic"] in direct)
             # Without a transactional record or marker in the batch, nothing pending is decided.
-            txn = self._read_committed(records) if any(r["txn_records"] for r in stats) else None
             committed = None
-            if txn is not None:
-                committed = self._classify(self._above_log_start(txn.committed, starts), topics)
-                add_committed_counts(stats, committed)
+            if any(r["txn_records"] for r in stats):
+                with timed(log, "transactions"):
+                    txn = self._read_committed(records)
+                    committed = self._classify(self._above_log_start(txn.committed, starts), topics)
+                    add_committed_counts(stats, committed)
                 committed = committed.where(F.col("key").isNotNull()).select(*_KEYED_COLUMNS)
             if direct:
                 if committed is not None:
@@ -178,7 +179,8 @@ class BatchMerger:
                 young = young.select(*_KEYED_COLUMNS)
                 if committed is not None:
                     young = young.unionByName(committed.where(F.col("topic").isin(held)))
-                self.tables.young.append(young, app_id=f"{self.app_id}-young", version=batch_id)
+                with timed(log, "young append"):
+                    self.tables.young.append(young, app_id=f"{self.app_id}-young", version=batch_id)
                 self._young_may_hold = True
             with timed(log, "partitions MERGE"):
                 self._merge_partitions(
@@ -189,9 +191,10 @@ class BatchMerger:
                     new=not known & {(r["topic"], r["partition"]) for r in stats},
                 )
             if txn is not None:
-                self.tables.pending.overwrite(
-                    txn.pending, app_id=f"{self.app_id}-pending", version=batch_id
-                )
+                with timed(log, "pending write"):
+                    self.tables.pending.overwrite(
+                        txn.pending, app_id=f"{self.app_id}-pending", version=batch_id
+                    )
         finally:
             try:
                 release(reduced)
