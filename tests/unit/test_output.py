@@ -6,7 +6,6 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,7 +16,6 @@ from segcompact.compaction.output import (
     OutputRecord,
     PartitionWriter,
     output_rows,
-    slices,
     write_partition,
 )
 from segcompact.format.attributes import Compression
@@ -202,21 +200,6 @@ def test_c_encoder_refuses_what_does_not_fit() -> None:
 def _with_headers(offset: int) -> OutputRecord:
     headers = (("h", b"x" * (offset % 40)), ("n", None))
     return OutputRecord(offset, 1_000 + offset, b"k%d" % offset, b"v" * 30, headers, 0, False, None)
-
-
-def test_slices_bound_the_bytes_of_keys_values_and_headers() -> None:
-    records = [_with_headers(o) for o in range(100)]
-    rows = pa.concat_tables([output_rows(records[:37]), output_rows(records[37:])])  # 2 chunks
-    parts = list(slices(rows, 400))
-    assert pa.concat_tables(parts).to_pylist() == rows.to_pylist()
-    for part in parts:
-        sizes = [
-            len(r["key"]) + len(r["value"]) + sum(len(h["value"] or b"") + 1 for h in r["headers"])
-            for r in part.to_pylist()
-        ]
-        assert sum(sizes) <= 400 or len(sizes) == 1
-    assert len(parts) > 10
-    assert [p.num_rows for p in slices(rows, 1 << 30)] == [100]
 
 
 def test_records_are_encoded_slice_by_slice(

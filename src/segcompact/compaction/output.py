@@ -151,13 +151,6 @@ def _slice_bounds(sizes: NDArray[np.int64], slice_bytes: int) -> list[tuple[int,
     return bounds
 
 
-def slices(rows: pa.Table, slice_bytes: int) -> Iterator[pa.Table]:
-    """Consecutive slices of ``rows``, each of at most ``slice_bytes`` (:func:`record_sizes`),
-    or one record."""
-    for start, stop in _slice_bounds(record_sizes(rows), slice_bytes):
-        yield rows.slice(start, stop - start)
-
-
 def _batches(
     rows: pa.Table,
     sizes: NDArray[np.int64],

@@ -208,12 +208,12 @@ def records_of(columns: ColumnBuffers, start: int, stop: int) -> list[Record]:
     ) -> Callable[[int], bytes | None]:
         bounds = np.frombuffer(offsets, np.int32)
         flags = None if valid is None else np.frombuffer(valid, np.uint8)
-        raw = bytes(data)
+        view = memoryview(data)  # of a whole chunk, when the columns are a slice of it
 
         def at(i: int) -> bytes | None:
             if flags is not None and not flags[i]:
                 return None
-            return raw[bounds[i] : bounds[i + 1]]
+            return bytes(view[bounds[i] : bounds[i + 1]])
 
         return at
 
