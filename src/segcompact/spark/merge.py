@@ -294,27 +294,33 @@ class BatchMerger:
         if not self._young_may_hold:
             return
         held = self.tables.young.read(self.spark)
-        names = [r.topic for r in held.select("topic").distinct().collect()]
-        if not names:
-            return
-        topics = {t: self.config.topic(t) for t in names}
         too_young = per_topic(
-            F.col("topic"), topics, lambda c: young(F.col("timestamp"), now_ms, c)
+            F.col("topic"),
+            self.config.topics,
+            lambda c: young(F.col("timestamp"), now_ms, c),
+            default=self.config.defaults,
+        )
+        # One Spark job: each partition's boundary, and whether a record is below it.
+        found = (
+            held.groupBy("topic", "partition")
+            .agg(
+                F.min(F.when(too_young, F.col("segment_base"))).alias("boundary"),
+                F.min("offset").alias("first"),
+            )
+            .collect()
         )
         limits = [
-            (r.topic, r.partition, LONG_MAX if r.boundary is None else r.boundary)
-            for r in held.groupBy("topic", "partition")
-            .agg(F.min(F.when(too_young, F.col("segment_base"))).alias("boundary"))
-            .collect()
+            (r.topic, r.partition, LONG_MAX if r.boundary is None else r.boundary) for r in found
         ]
+        if all(r.first >= boundary for r, (_, _, boundary) in zip(found, limits, strict=True)):
+            return  # nothing ripe (or no row at all)
+        topics = {t: self.config.topic(t) for t in sorted({r.topic for r in found})}
         bounds = local_frame(self.spark, limits, "topic string, partition int, boundary long")
         ripe = (
             held.join(F.broadcast(bounds), ["topic", "partition"])
             .where(F.col("offset") < F.col("boundary"))
             .drop("boundary")
         )
-        if ripe.isEmpty():
-            return
         self._merge_state(
             ripe,
             topics,
