@@ -7,15 +7,22 @@ import json
 import re
 from pathlib import Path
 
+from segcompact.erasure.report import build
 from segcompact.metrics import JobMetrics
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "segcompact.json"
 
 
 def _exported() -> set[str]:
-    """The names a scrape shows: a counter's samples end in _total."""
+    """The names a scrape shows once the job has seen each source (a gauge is absent until
+    then): a counter's samples end in _total."""
+    metrics = JobMetrics()
+    metrics.tables([], build([], [], lambda topic: None, 0), 0)
+    metrics.batch(1.0, [])
+    metrics.materialized(1, 1)
+    metrics.trigger(1.0, 1)
     names = set()
-    for family in JobMetrics().registry.collect():
+    for family in metrics.registry.collect():
         names.add(family.name + "_total" if family.type == "counter" else family.name)
     return names
 

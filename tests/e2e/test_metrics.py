@@ -147,7 +147,8 @@ def test_metrics_of_a_running_job_match_its_tables(tmp_path: Path, spark_conf_di
         >= samples[("segcompact_batch_duration_secs", ())]
         > 0
     )
-    assert samples[("segcompact_deletions_breached", ())] == 0
+    for kind in ("delete", "overwrite"):
+        assert samples[("segcompact_deletions_breached", (("kind", kind),))] == 0
     # Every segment is in the first batch, so one materialisation wrote both healthy
     # partitions for the first time: it read their segments and wrote their clean bytes.
     written = {

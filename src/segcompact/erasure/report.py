@@ -143,11 +143,20 @@ def build(
     }
 
 
+# The report's two kinds of erasure: a deleted key's ledger row, and an erasure round of values
+# overwritten; the report's field holding each.
+KINDS = {"delete": "deletions", "overwrite": "overwrites"}
+
+
+def by_kind(report: Mapping[str, Any], status: str) -> dict[str, list[Mapping[str, Any]]]:
+    """The report's rows of ``status``, by kind (:data:`KINDS`): what each partition's count of
+    that status adds up to, in ``sla`` and the job's metrics alike."""
+    return {kind: [r for r in report[f] if r["status"] == status] for kind, f in KINDS.items()}
+
+
 def breached(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The report's deletions and rounds that missed their deadline."""
-    return [
-        r for r in (*report["deletions"], *report["overwrites"]) if r["status"] == Status.BREACHED
-    ]
+    return [r for rows in by_kind(report, Status.BREACHED).values() for r in rows]
 
 
 def text(report: Mapping[str, Any]) -> str:

@@ -86,6 +86,9 @@ class Compactor:
         self._stopping = False
         self._in_batch = False
         self._may_start = 0  # batches still allowed to start once stopping
+        # The tables' figures before anything runs: until read, the metrics say they are not
+        # ready (segcompact.metrics), and the warm-up and first upkeep can take a minute.
+        self._refresh_metrics()
 
     def start(self, *, once: bool, on_batch: Callable[[int], None] | None = None) -> StreamingQuery:
         """Start the streaming query (``availableNow`` when ``once``)."""

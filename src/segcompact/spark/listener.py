@@ -20,8 +20,7 @@ class QueryListener(StreamingQueryListener):
 
     def onQueryProgress(self, event: Any) -> None:
         progress = event.progress
-        self.metrics.trigger_seconds.set(progress.batchDuration / 1000)
-        self.metrics.input_rows.set(progress.numInputRows)
+        self.metrics.trigger(progress.batchDuration / 1000, progress.numInputRows)
 
     def onQueryIdle(self, event: Any) -> None:
         pass

@@ -4,8 +4,9 @@ A source named ``segcompact`` holds one Dropwizard gauge per sample of the job's
 registry (:class:`segcompact.metrics.JobMetrics`), so whatever sinks the cluster's Spark
 configures (``spark.metrics.conf.*``: JMX, Graphite, StatsD, the driver's PrometheusServlet, a
 Databricks cluster's own) export them beside Spark's. Dropwizard has no labels: a partition's
-gauge is named ``<metric>.<topic>.<partition>``, without the ``segcompact_`` prefix the source's
-name already gives (``<namespace>.driver.segcompact.dirty_ratio.orders.0``).
+gauge is named ``<metric>.<topic>.<partition>``, an erasure kind's ``<metric>.<kind>``, without
+the ``segcompact_`` prefix the source's name already gives
+(``<namespace>.driver.segcompact.dirty_ratio.orders.0``, ``….deletions_pending.delete``).
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ PREFIX = "segcompact_"
 
 
 def gauge_name(sample: str, labels: dict[str, str]) -> str:
-    """The Dropwizard name of a Prometheus sample: ``dirty_ratio.orders.0``."""
+    """The Dropwizard name of a Prometheus sample: ``dirty_ratio.orders.0``,
+    ``deletions_pending.delete``."""
     name = sample.removeprefix(PREFIX)
-    return ".".join([name, *(labels[k] for k in ("topic", "partition") if k in labels)])
+    return ".".join([name, *(labels[k] for k in ("kind", "topic", "partition") if k in labels)])
 
 
 def samples(registry: CollectorRegistry) -> dict[str, float]:
