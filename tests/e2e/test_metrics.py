@@ -1,9 +1,11 @@
 """The job's ``/metrics`` endpoint, scraped from a running continuous job: every figure matches
 the tables (``segcompact status``, read at the same pinned time) and the segments read; no key
-appears anywhere in it."""
+appears anywhere in it. Scraped from the moment a restarted job listens, it never says less is
+pending than ``segcompact sla`` does: its gauges are absent until it has read the tables."""
 
 from __future__ import annotations
 
+import json
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -13,10 +15,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from segcompact.clock import CLOCK_VARIABLE
 from segcompact.config import load_config
+from segcompact.erasure.keyhash import SECRET_VARIABLE
 from segcompact.format.batch import V2_HEADER_SIZE, build_batch
 from segcompact.format.record import Record
 from segcompact.status import read_status
-from tests.e2e.harness import Background, wait_for
+from tests.e2e.harness import Background, run_cli, wait_for
+from tests.support import config as support_config
 from tests.support.config import write_config
 from tests.support.kafka_broker import free_port
 
@@ -24,6 +28,16 @@ pytestmark = pytest.mark.spark
 
 NOW_MS = 1_700_000_000_000
 KEY = b"customer-key-%d"
+Counts = dict[str, int]
+BEFORE_READ = {
+    "segcompact_metrics_ready",
+    "segcompact_query_active",
+    *(
+        f"segcompact_{n}_{s}"
+        for n in ("records_read", "bytes_read", "batches")
+        for s in ("total", "created")
+    ),
+}
 
 
 def _records(first: int, n: int, *, tombstones: bool = False) -> bytes:
@@ -159,3 +173,90 @@ def test_metrics_of_a_running_job_match_its_tables(tmp_path: Path, spark_conf_di
     recopy = samples[("segcompact_cleaner_recopy_percent", ())]
     assert recopy == pytest.approx(100 * sum(written.values()) / replaced)
     assert 0 < recopy < 100  # twelve records of four keys, then five of four: fewer bytes out
+
+
+def _sla_pending(config: Path, cwd: Path, spark_conf_dir: Path, env: dict[str, str]) -> Counts:
+    """``segcompact sla``'s pending erasures, by kind (its deletions and its rounds)."""
+    done = run_cli(
+        "sla",
+        "--config",
+        config,
+        "--format",
+        "json",
+        cwd=cwd,
+        spark_conf_dir=spark_conf_dir,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    counts = {
+        kind: sum(r["status"] == "pending" for r in report[field])
+        for kind, field in (("delete", "deletions"), ("overwrite", "overwrites"))
+    }
+    assert sum(counts.values()) == sum(p["pending"] for p in report["partitions"])
+    return counts
+
+
+def test_a_restarted_job_never_scrapes_as_nothing_pending(
+    tmp_path: Path, spark_conf_dir: Path
+) -> None:
+    root = tmp_path / "in"
+    keys = [b"customer-key-%d" % i for i in range(5)]
+    values = [Record(i, NOW_MS - 2_000, k, b"v") for i, k in enumerate(keys)]
+    # Two keys overwritten too: whether their old values are a round yet is sla's to say, and
+    # the metric's to agree with.
+    values += [Record(5 + i, NOW_MS - 2_000, k, b"w") for i, k in enumerate(keys[:2])]
+    _segment(root / "users-0", 0, build_batch(values))
+    deletes = [Record(7 + i, NOW_MS - 1_000, k, None) for i, k in enumerate(keys)]
+    _segment(root / "users-0", 7, build_batch(deletes))
+    port = free_port()
+    path = support_config.write_config(
+        tmp_path / "job",
+        [root],
+        rolled_only=False,
+        defaults={"gdpr.deletion.sla.ms": 86_400_000, "delete.retention.ms": 172_800_000},
+    )
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(f'[metrics]\nport = {port}\nhost = "127.0.0.1"\n')
+    # The clock pinned: every deadline is a day away for as long as the test runs.
+    env = {CLOCK_VARIABLE: str(NOW_MS), SECRET_VARIABLE: "a metrics test's secret, long enough"}
+    first = run_cli(
+        "run", "--config", path, "--once", cwd=tmp_path, spark_conf_dir=spark_conf_dir, env=env
+    )
+    assert first.returncode == 0, first.stderr
+    expected = _sla_pending(path, tmp_path, spark_conf_dir, env)
+    assert expected["delete"] == 5, expected
+
+    scrapes: list[dict[Any, float]] = []
+    with Background(
+        "run", "--config", path, cwd=tmp_path, spark_conf_dir=spark_conf_dir, env=env
+    ) as job:
+
+        def ready() -> bool:
+            try:
+                samples = _scrape(port)
+            except OSError:
+                return False  # not listening yet
+            scrapes.append(samples)
+            return samples[("segcompact_metrics_ready", ())] == 1
+
+        wait_for("a scrape after the job read its tables", ready, running=job)
+        job.terminate()
+        assert job.wait() == 0, job.stderr()
+    assert _sla_pending(path, tmp_path, spark_conf_dir, env) == expected  # nothing was due
+
+    for samples in scrapes:
+        pending = {
+            kind: samples.get(("segcompact_deletions_pending", (("kind", kind),)))
+            for kind in expected
+        }
+        if samples[("segcompact_metrics_ready", ())] == 0:
+            # Only what is true before anything is read: nothing read, nothing active.
+            assert {n for n, _ in samples} == BEFORE_READ, samples
+        else:
+            assert pending == expected, (pending, expected)
+            age = samples[("segcompact_oldest_pending_deletion_age_secs", (("kind", "delete"),))]
+            assert age == 1  # the tombstones' append, a second before the pinned now
+    # The server starts before Spark does, the tables are read after it has: the first scrapes
+    # come before the first read.
+    assert scrapes[0][("segcompact_metrics_ready", ())] == 0
