@@ -130,7 +130,7 @@ def _period_and_scope(report: Mapping[str, Any]) -> str:
         ("Job configuration", scope.get("config")),
         ("Kafka logs read", ", ".join(scope.get("sources") or []) or None),
         ("Tables (current data, ledger)",
-         " , ".join(x for x in (scope.get("state_table"), scope.get("ledger_table")) if x)),
+         ", ".join(x for x in (scope.get("state_table"), scope.get("ledger_table")) if x)),
         ("Copies written for Kafka", scope.get("output")),
         ("Progress checkpoint", scope.get("checkpoint")),
     ]  # fmt: skip
