@@ -12,7 +12,7 @@ from typing import Any
 from segcompact.erasure.glossary import GLOSSARY, NOT_OWNED, STAGE_WORDS
 from segcompact.erasure.html import render_html
 from segcompact.erasure.report import build
-from tests.unit.test_sla_report import HOUR, MINUTE, SLAS, T0, delete_row, round_row
+from tests.support.ledger import HOUR, MINUTE, SLAS, T0, delete_row, round_row
 
 EVIL = "<script>alert(1)</script>"
 VOID = {"meta", "br", "hr", "img", "input", "link"}

@@ -3,40 +3,14 @@ scope names the job, and the text format leads with the summary."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from hypothesis import given
 from hypothesis import strategies as st
 
 from segcompact.config import parse_config
 from segcompact.erasure.report import build, text
-from segcompact.erasure.schedule import ROUND_STAGES, STAGES
 from segcompact.erasure.summary import scope, shares
 from tests.support.config import located
-
-T0 = 1_795_000_000_000
-MINUTE, HOUR = 60_000, 3_600_000
-SLAS = {"users": HOUR, "orders": 2 * HOUR}
-
-
-def delete_row(topic: str, offset: int, appended: int, took: int | None) -> dict[str, Any]:
-    """A ledger delete row whose every stage is done ``took`` after ``appended`` (None: none)."""
-    row: dict[str, Any] = {"topic": topic, "partition": 0, "key_hash": "k" * 64,
-                           "offset": offset, "appended_at": appended,
-                           "deadline": appended + SLAS[topic]}  # fmt: skip
-    for n, stage in enumerate(STAGES, 1):
-        row[f"{stage}_at"] = None if took is None else appended + took * n // len(STAGES)
-    row["completed_at"] = None if took is None else appended + took
-    return row
-
-
-def round_row(topic: str, number: int, appended: int, took: int | None) -> dict[str, Any]:
-    row: dict[str, Any] = {"topic": topic, "partition": 1, "round": number,
-                           "appended_at": appended, "deadline": appended + SLAS[topic]}  # fmt: skip
-    for stage in ROUND_STAGES:
-        row[f"{stage}_at"] = None if took is None else appended + took
-    row["completed_at"] = None if took is None else appended + took
-    return row
+from tests.support.ledger import HOUR, MINUTE, SLAS, T0, delete_row, round_row
 
 
 def test_summary_counts_and_percentages_overall_by_kind_and_topic() -> None:

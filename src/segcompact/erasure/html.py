@@ -266,8 +266,8 @@ def render_html(report: Mapping[str, Any]) -> str:
     if _rows(report):
         body += [
             "<h2>Time to erasure</h2><p>Each completed erasure at the time its value was deleted "
-            "or replaced, against how long erasure took; a dashed line is a topic's deadline, "
-            "red marks missed it.</p>",
+            "or replaced, against how long erasure took; a dashed line is a topic's deadline; "
+            "green marks met their own topic's deadline, red marks missed it.</p>",
             _tte_chart(report),
             "<h2>Time taken by each step</h2><p>For each partition, the mean time each step of an "
             "erasure took, one after the other from the deletion.</p>",
