@@ -362,7 +362,9 @@ def _sla(args: argparse.Namespace) -> int:
     deletes, rounds = ledger_rows(open_sql(views, config.storage, lambda: _ensured(config)))
     upstream = _upstream(config, {(r["topic"], r["partition"]) for r in (*deletes, *rounds)})
     now = job_clock().now_ms()
-    report = build(deletes, rounds, config.sla_ms, now, upstream, scope(config, args.config))
+    # A record kept for later names every location in full, not from where it was run.
+    where = scope(config.with_base_dir(os.getcwd()), os.path.abspath(args.config))
+    report = build(deletes, rounds, config.sla_ms, now, upstream, where)
     if args.format == "json":
         out = json.dumps(report, indent=2)
     elif args.format == "html":

@@ -12,6 +12,7 @@ from typing import Any
 from segcompact.erasure.glossary import GLOSSARY, NOT_OWNED, STAGE_WORDS
 from segcompact.erasure.html import render_html
 from segcompact.erasure.report import build
+from segcompact.erasure.schedule import STAGES
 from tests.support.ledger import HOUR, MINUTE, SLAS, T0, delete_row, round_row
 
 EVIL = "<script>alert(1)</script>"
@@ -151,7 +152,8 @@ def test_the_page_has_every_section_a_compliance_reader_needs() -> None:
         assert f"{term}{meaning}" in text
     for what, note in NOT_OWNED:
         assert f"{what}: {note}" in text
-    # Plain words on the page: the ledger's stage names only where a term is explained.
+    # Plain words on the page: a name for every stage, never the ledger's own.
+    assert tuple(STAGE_WORDS) == STAGES
     assert STAGE_WORDS["versions_removed"] in text
     for jargon in ("versions_removed", "vacuumed", "materialized", "breach_stage"):
         assert jargon not in text
