@@ -360,11 +360,11 @@ def _sla(args: argparse.Namespace) -> int:
 
     views = ledger_views(config)
     deletes, rounds = ledger_rows(open_sql(views, config.storage, lambda: _ensured(config)))
-    upstream = _upstream(config, {(r["topic"], r["partition"]) for r in (*deletes, *rounds)})
-    now = job_clock().now_ms()
     # A record kept for later names every location in full, not from where it was run.
-    where = scope(config.with_base_dir(os.getcwd()), os.path.abspath(args.config))
-    report = build(deletes, rounds, config.sla_ms, now, upstream, where)
+    full = config.with_base_dir(os.getcwd())
+    upstream = _upstream(full, {(r["topic"], r["partition"]) for r in (*deletes, *rounds)})
+    where = scope(full, os.path.abspath(args.config))
+    report = build(deletes, rounds, config.sla_ms, job_clock().now_ms(), upstream, where)
     if args.format == "json":
         out = json.dumps(report, indent=2)
     elif args.format == "html":

@@ -21,7 +21,7 @@ STEPS = (
 )  # fmt: skip
 UNITS = ((DAY, "d"), (HOUR, "h"), (MINUTE, "min"), (SECOND, "s"), (1, "ms"))
 MAX_TICKS = 8
-GREEN, RED, GREY = "#2ca02c", "#d62728", "#999"
+GREEN, RED = "#2ca02c", "#d62728"
 STAGE_COLOURS = ("#4e79a7", "#f28e2b", "#76b7b2", "#59a14f", "#edc948", "#b07aa1")
 
 
@@ -84,11 +84,20 @@ def time_label(value: int, step: int, span: float) -> str:
 
 def _text(x: float, y: float, label: str, anchor: str = "middle", cls: str = "") -> str:
     c = f' class="{cls}"' if cls else ""
+    c += f' fill="{RED}"' if cls == "sla-label" else ""
     return f'<text{c} x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}">{escape(label)}</text>'
 
 
+# Colours as attributes, not only CSS: an SVG renderer without the page's style sheet (a PDF
+# converter, an image viewer) still draws light grid lines.
+_STROKES = {"grid": "#e4e4e4", "axis": "#666", "sla": RED}
+
+
 def _line(x1: float, y1: float, x2: float, y2: float, cls: str, extra: str = "") -> str:
-    return f'<line class="{cls}" x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}"{extra}/>'
+    return (
+        f'<line class="{cls}" x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" '
+        f'stroke="{_STROKES[cls]}"{extra}/>'
+    )
 
 
 def _svg(ident: str, width: int, height: int, label: str, parts: Sequence[str]) -> str:
@@ -146,8 +155,7 @@ def time_to_erasure(points: Sequence[Point], deadlines: Mapping[str, int]) -> st
     for name, sla in sorted(deadlines.items()):
         by_sla.setdefault(sla, []).append(name)
     for sla, names in by_sla.items():
-        dash = f' stroke="{RED}" stroke-dasharray="6,4"'
-        parts.append(_line(f.left, f.y(sla), f.right, f.y(sla), "sla", dash))
+        parts.append(_line(f.left, f.y(sla), f.right, f.y(sla), "sla", ' stroke-dasharray="6,4"'))
         label = f"deadline of {', '.join(names)}: {duration_label(sla, sla)}"
         parts.append(_text(f.right - 4, f.y(sla) - 5, label, "end", "sla-label"))
     for p in points:

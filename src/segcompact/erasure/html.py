@@ -34,7 +34,9 @@ svg{display:block;max-width:100%;height:auto;background:#fcfcfc;border:1px solid
 svg text{font:12px sans-serif;fill:#333} svg .axis-label{font-weight:600}
 svg .sla-label{fill:#d62728;font-weight:600} svg .grid{stroke:#e4e4e4} svg .axis{stroke:#666}
 .legend span{display:inline-block;width:.9em;height:.9em;margin:0 .3em 0 1em;vertical-align:middle}
-@media print{body{margin:0;max-width:none} h2{break-after:avoid} svg,table{break-inside:avoid}}
+@page{size:A4;margin:1.5cm}
+@media print{body{margin:0;max-width:none;font-size:11px} h2{break-after:avoid}
+svg,tr,dd{break-inside:avoid} th,td{padding:.15em .35em}}
 """
 
 
