@@ -355,18 +355,16 @@ def _sla(args: argparse.Namespace) -> int:
     from segcompact.clock import job_clock
     from segcompact.erasure.ledger_reads import ledger_rows, ledger_views
     from segcompact.erasure.report import build, text
+    from segcompact.erasure.summary import scope
     from segcompact.table_sql import open_sql
 
     views = ledger_views(config)
     deletes, rounds = ledger_rows(open_sql(views, config.storage, lambda: _ensured(config)))
-    upstream = _upstream(config, {(r["topic"], r["partition"]) for r in (*deletes, *rounds)})
-    report = build(
-        deletes,
-        rounds,
-        config.sla_ms,
-        job_clock().now_ms(),
-        upstream,
-    )
+    # A record kept for later names every location in full, not from where it was run.
+    full = config.with_base_dir(os.getcwd())
+    upstream = _upstream(full, {(r["topic"], r["partition"]) for r in (*deletes, *rounds)})
+    where = scope(full, os.path.abspath(args.config))
+    report = build(deletes, rounds, config.sla_ms, job_clock().now_ms(), upstream, where)
     if args.format == "json":
         out = json.dumps(report, indent=2)
     elif args.format == "html":

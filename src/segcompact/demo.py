@@ -126,22 +126,29 @@ def _run(config: CompactorConfig, config_path: str, out: TextIO, jvm_output: str
             f"{sum(f.size for f in published.files)} bytes",
             file=out,
         )
-    _sla_report(compactor, config, out)
+    _sla_report(compactor, config, config_path, out)
     print(f"next: segcompact status --config {config_path}", file=out)
     print(f"      segcompact sla --config {config_path} --format html --output sla.html", file=out)
     if first_log is not None:
         print(f"      segcompact dump {first_log} --print-data-log", file=out)
 
 
-def _sla_report(compactor: Any, config: CompactorConfig, out: TextIO) -> None:
-    """The deletion-SLA report of the topics with ``gdpr.deletion.sla.ms``."""
+def _sla_report(compactor: Any, config: CompactorConfig, config_path: str, out: TextIO) -> None:
+    """Every pending erasure of the topics with ``gdpr.deletion.sla.ms`` done now (``purge
+    --force``; the demo's tables keep no removed file), then the deletion-SLA report."""
     from segcompact.erasure.ledger_reads import ledger_rows, ledger_views
     from segcompact.erasure.report import build, text
+    from segcompact.erasure.summary import scope
     from segcompact.table_sql import open_sql
 
+    done = compactor.purge(force=True)
+    print(f"erasure (purge --force): {len(done.completed)} round(s) completed", file=out)
+    for why in done.waiting:
+        print(f"  waiting: {why}", file=out)
     sql = open_sql(ledger_views(config), config.storage, lambda: compactor.spark)
     deletes, rounds = ledger_rows(sql)
-    report = build(deletes, rounds, config.sla_ms, compactor.clock.now_ms())
+    now = compactor.clock.now_ms()
+    report = build(deletes, rounds, config.sla_ms, now, scope=scope(config, config_path))
     print("deletion SLA (gdpr.deletion.sla.ms):", file=out)
     for line in text(report).splitlines():
         print(f"  {line}", file=out)

@@ -6,11 +6,9 @@ throws; a browser can. It is Debian's chromium (``make chromium``), not Playwrig
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,83 +16,47 @@ import pytest
 from playwright.sync_api import BrowserContext, Page, sync_playwright
 
 from segcompact.erasure.html import render_html
+from segcompact.erasure.report import build
+from tests.support.ledger import HOUR, MINUTE, SLAS, T0, delete_row, round_row
 
-T0 = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)
-HOUR_MS = 3_600_000
-BREACHED_KEY = "b" * 64
-
-
-def _hash(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
-
-
-def _ts(minutes: float) -> str:
-    return (
-        (T0 + timedelta(minutes=minutes)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    )
-
-
-def _deletion(topic: str, partition: int, offset: int, start: float, took: float | None,
-              sla_min: float = 60, key: str | None = None) -> dict[str, Any]:  # fmt: skip
-    done = None if took is None else start + took
-    status = "pending" if took is None else "breached" if took > sla_min else "met"
-    return {
-        "topic": topic, "partition": partition, "key_hash": key or _hash(f"key-{offset}"),
-        "offset": offset, "appended_at": _ts(start), "deadline": _ts(start + sla_min),
-        "completed_at": None if done is None else _ts(done), "status": status,
-        "breach_stage": "vacuumed" if status == "breached" else None,
-        "stages": {"seen": _ts(start + 1), "merged": _ts(start + 2),
-                   "versions_removed": None if done is None else _ts(done)},
-    }  # fmt: skip
+BREACHED_KEY = "b"
 
 
 def sample_report() -> dict[str, Any]:
-    """Three partitions: met, breached and pending deletions, overwrite rounds, one breach."""
-    deletions = [
-        _deletion("users", 0, 10, 0, 20),
-        _deletion("users", 0, 11, 5, 35),
-        _deletion("users", 0, 17, 10, 75, key=BREACHED_KEY),
-        _deletion("users", 0, 42, 100, None),
-        _deletion("orders", 3, 7, 0, 90, sla_min=120),
-        _deletion("audit", 0, 1, 110, None),
+    """Three topics over three hours: met, missed and pending deletions, erasure rounds; built
+    from ledger rows the way ``segcompact sla`` builds it."""
+    deletes = [
+        delete_row("users", 10, T0, 20 * MINUTE),
+        delete_row("users", 11, T0 + 5 * MINUTE, 35 * MINUTE),
+        delete_row("users", 17, T0 + 10 * MINUTE, 75 * MINUTE, key=BREACHED_KEY),
+        delete_row("users", 30, T0 + 70 * MINUTE, 25 * MINUTE),
+        delete_row("users", 42, T0 + 150 * MINUTE, None),
+        delete_row("orders", 7, T0 + 30 * MINUTE, 90 * MINUTE, partition=3),
+        delete_row("audit", 1, T0 + 160 * MINUTE, None),
     ]
-    overwrites = [
-        {"topic": "users", "partition": 0, "appended_from": _ts(0), "appended_until": _ts(30),
-         "deadline": _ts(60), "completed_at": _ts(50), "status": "met", "breach_stage": None,
-         "stages": {"seen": _ts(31)}},
-        {"topic": "orders", "partition": 3, "appended_from": _ts(30), "appended_until": _ts(60),
-         "deadline": _ts(150), "completed_at": None, "status": "pending", "breach_stage": None,
-         "stages": {}},
-    ]  # fmt: skip
-    stage_ms = {"seen": 10, "merged": 2000, "purged": 0, "vacuumed": 50_000,
-                "materialized": 9000, "versions_removed": 100}  # fmt: skip
-    partitions = [
-        {"topic": "users", "partition": 0, "sla_ms": HOUR_MS, "pending": 1, "met": 3,
-         "breached": 1, "time_to_erasure_ms": {"p50": 2_100_000, "p99": 4_400_000,
-         "max": 4_500_000}, "stage_ms": stage_ms,
-         "oldest_pending": {"key_hash": _hash("key-42"), "offset": 42, "appended_at": _ts(100),
-                            "deadline": _ts(160)}},
-        {"topic": "orders", "partition": 3, "sla_ms": 2 * HOUR_MS, "pending": 1, "met": 1,
-         "breached": 0, "time_to_erasure_ms": {"p50": 5_400_000, "p99": 5_400_000,
-         "max": 5_400_000}, "stage_ms": {"seen": 5, "merged": 300_000},
-         "oldest_pending": None},
-        {"topic": "audit", "partition": 0, "sla_ms": HOUR_MS, "pending": 1, "met": 0,
-         "breached": 0, "time_to_erasure_ms": None, "stage_ms": {},
-         "oldest_pending": {"key_hash": _hash("key-1"), "offset": 1, "appended_at": _ts(110),
-                            "deadline": _ts(170)}},
-    ]  # fmt: skip
-    return {
-        "generated_at": _ts(120),
-        "partitions": partitions,
-        "deletions": deletions,
-        "overwrites": overwrites,
-        "upstream": [{"location": "/data/kafka/users-0", "note": "source segments: not owned"}],
+    rounds = [
+        round_row("users", 1, T0, 50 * MINUTE),
+        round_row("orders", 1, T0 + 60 * MINUTE, None, partition=3),
+    ]
+    scope = {
+        "config": "conf/compactor.toml",
+        "sources": ["/data/kafka"],
+        "state_table": "/data/state",
+        "ledger_table": "/data/state_deletion_ledger",
+        "output": "/data/compacted",
+        "checkpoint": "/data/checkpoint",
+        "topics": [{"topic": "orders", "sla_ms": 2 * HOUR}, {"topic": "*", "sla_ms": HOUR}],
     }
+    upstream = [{"location": "/data/kafka/users-0", "note": "source segments: not owned"}]
+    return build(deletes, rounds, _sla, T0 + 3 * HOUR, upstream, scope)  # fmt: skip
 
 
 def empty_report() -> dict[str, Any]:
-    return {"generated_at": _ts(0), "partitions": [], "deletions": [], "overwrites": [],
-            "upstream": []}  # fmt: skip
+    return build([], [], _sla, T0)
+
+
+def _sla(topic: str) -> int:
+    return SLAS.get(topic, HOUR)
 
 
 @dataclass
@@ -161,29 +123,50 @@ def test_sample_report_renders_its_charts(sample_page: Opened, tmp_path: Path) -
     page, report = sample_page.page, sample_report()
     _assert_loaded_cleanly(sample_page, tmp_path / "sla.png")
 
+    headline = page.locator("#headline")
+    assert headline.is_visible()
+    assert headline.inner_text() == (
+        "5 of 9 erasures met their deadline (55.6 %); 3 pending, 1 missed."
+    )
     for chart in ("#tte-chart", "#stage-chart"):
         _assert_visible_box(page, chart)
-    rows = report["deletions"] + report["overwrites"]
-    completed = [r for r in rows if r["completed_at"]]
-    assert page.locator("#tte-chart circle.mark").count() == len(completed)
-    assert page.locator("#tte-chart circle.mark.breached").count() == sum(
-        r["status"] == "breached" for r in completed
-    )
+    completed = [r for r in (*report["deletions"], *report["overwrites"]) if r["completed_at"]]
+    assert page.locator("#tte-chart circle.mark").count() == len(completed) == 6
+    assert page.locator("#tte-chart circle.mark.breached").count() == 1
     _assert_visible_box(page, "#tte-chart circle.mark.breached")
-    # One dashed SLA line for each partition that has a completed row.
-    assert page.locator("#tte-chart line.sla").count() == len(
-        {(r["topic"], r["partition"]) for r in completed}
-    )
+    # Every mark is drawn inside the chart, not clipped off its edges.
+    chart = page.locator("#tte-chart").bounding_box()
+    assert chart is not None
+    for mark in page.locator("#tte-chart circle.mark").all():
+        box = mark.bounding_box()
+        assert box is not None and box["width"] > 0
+        assert chart["x"] <= box["x"] and box["x"] + box["width"] <= chart["x"] + chart["width"]
+        assert chart["y"] <= box["y"] and box["y"] + box["height"] <= chart["y"] + chart["height"]
+    # One dashed line per deadline, labelled; axes labelled.
+    assert page.locator("#tte-chart line.sla").count() == 2
+    labels = page.locator("#tte-chart text.sla-label").all_text_contents()
+    assert sorted(labels) == ["deadline of audit, users: 1 h", "deadline of orders: 2 h"]
+    for label in page.locator("svg text.axis-label").all():
+        box = label.bounding_box()
+        assert box is not None and box["width"] > 0 and label.is_visible()
+    assert page.locator("#tte-chart text.axis-label").all_text_contents() == [
+        "when the value was deleted or replaced (UTC, from 2026-11-18)",
+        "time to erasure",
+    ]
     stages = [v for p in report["partitions"] for v in (p["stage_ms"] or {}).values() if v]
     assert page.locator("#stage-chart rect.stage").count() == len(stages)
     _assert_visible_box(page, "#stage-chart rect.stage")
+    assert "min" in " ".join(page.locator("#stage-chart text.tick").all_text_contents())
 
     breach = page.locator("tr.breached")
     assert breach.count() == 1
     assert breach.first.is_visible()
-    assert BREACHED_KEY[:12] in breach.first.inner_text()
-    assert "vacuumed" in breach.first.inner_text()
+    assert BREACHED_KEY * 12 in breach.first.inner_text()
+    assert "old copies for Kafka deleted" in breach.first.inner_text()
     assert page.get_by_text("/data/kafka/users-0").is_visible()
+    assert page.get_by_text("Kafka's source segments").is_visible()
+    assert page.locator("#glossary dt").count() >= 10
+    assert page.get_by_text("Vacuum", exact=True).is_visible()
 
 
 def test_empty_report_loads(empty_page: Opened, tmp_path: Path) -> None:

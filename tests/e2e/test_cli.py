@@ -264,9 +264,22 @@ def test_demo_ends_with_materialised_segments_and_says_where(
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stderr == ""  # Spark's log lines and the JVM's warnings go to a file
-    # The SLA report of "sessions": both partitions have deletes, none breached yet.
+    # "sessions" has a 10-minute SLA: the demo erases what is pending at once (purge --force),
+    # so its report has completed erasures, every one in time.
+    rounds = re.search(r"erasure \(purge --force\): (\d+) round\(s\) completed", proc.stdout)
+    assert rounds is not None and int(rounds.group(1)) >= 1, proc.stdout
     report = proc.stdout[proc.stdout.index("deletion SLA") :]
     assert "sessions-0" in report and "sessions-1" in report and "breaches:" not in report
+    summary = re.search(r"(\d+) of (\d+) met \(.*\), (\d+) pending, 0 breached", report)
+    assert summary is not None and int(summary.group(1)) >= 1, report
+    # Its HTML report, as the demo's `next:` line has it, draws them.
+    page = tmp_path / "sla.html"
+    sla = ("sla", "--config", config, "--format", "html", "--output", page)
+    done = run_cli(*sla, cwd=tmp_path, env={SECRET_VARIABLE: "the demo test's secret"})
+    assert done.returncode == 0, done.stderr
+    html = page.read_text(encoding="utf-8")
+    assert html.count('<circle class="mark"') >= 1 and "mark breached" not in html
+    assert "deadline of sessions: 10 min" in html and f"{config}" in html
     compacted = tmp_path / "data" / "compacted"
     partitions = sorted(p for p in compacted.iterdir() if not p.name.startswith("."))
     assert len(partitions) == 10  # the five topics of conf/compactor.toml, two partitions each

@@ -1,4 +1,5 @@
-"""``segcompact.erasure.html`` without a browser: escaping, the empty report, well-formed output.
+"""``segcompact.erasure.html`` without a browser: escaping, the empty report, well-formed output,
+every section a compliance reader looks for.
 
 The browser test (tests/browser) checks what a person sees; these run in milliseconds.
 """
@@ -8,7 +9,11 @@ from __future__ import annotations
 from html.parser import HTMLParser
 from typing import Any
 
+from segcompact.erasure.glossary import GLOSSARY, NOT_OWNED, STAGE_WORDS
 from segcompact.erasure.html import render_html
+from segcompact.erasure.report import build
+from segcompact.erasure.schedule import STAGES
+from tests.support.ledger import HOUR, MINUTE, SLAS, T0, delete_row, round_row
 
 EVIL = "<script>alert(1)</script>"
 VOID = {"meta", "br", "hr", "img", "input", "link"}
@@ -54,13 +59,21 @@ def test_every_report_string_is_escaped() -> None:
     overwrite = _row(
         EVIL, appended_at=None, appended_from="2026-11-23T08:00:00.000Z", key_hash=None
     )
+    tally = {"total": 1, "met": 0, "pending": 0, "breached": 1,
+             "percent": {"met": 0.0, "pending": 0.0, "breached": 100.0}}  # fmt: skip
     report = {
         "generated_at": EVIL,
+        "period": {"first": EVIL, "last": EVIL},
+        "scope": {"config": EVIL, "sources": [EVIL], "state_table": EVIL, "ledger_table": EVIL,
+                  "output": EVIL, "checkpoint": EVIL, "topics": [{"topic": EVIL, "sla_ms": 1}]},
+        "summary": {"overall": tally, "by_kind": {"deletion": tally},
+                    "by_topic": [{"topic": EVIL, "sla_ms": 3_600_000, **tally}]},
         "partitions": [partition],
         "deletions": [_row(EVIL)],
         "overwrites": [overwrite],
         "upstream": [{"location": EVIL, "note": EVIL}],
-    }
+        "not_owned": [{"what": EVIL, "note": EVIL}],
+    }  # fmt: skip
     page = render_html(report)
     assert "<script" not in page
     assert "&lt;script&gt;" in page
@@ -97,3 +110,73 @@ def test_one_mark_per_completed_row_and_nothing_external() -> None:
     assert page.count('<circle class="mark breached"') == 1
     for external in ("http:", "https:", "src=", "<link", "@import", "url("):
         assert external not in page
+
+
+def test_the_page_has_every_section_a_compliance_reader_needs() -> None:
+    deletes = [
+        delete_row("users", 1, T0, 20 * MINUTE),
+        delete_row("users", 2, T0 + 10 * MINUTE, 90 * MINUTE),
+        delete_row("orders", 3, T0 + 20 * MINUTE, None),
+    ]
+    rounds = [round_row("orders", 1, T0, 30 * MINUTE)]
+    scope = {
+        "config": "conf/compactor.toml",
+        "sources": ["data/segments"],
+        "state_table": "data/state",
+        "ledger_table": "data/state_deletion_ledger",
+        "output": "data/compacted",
+        "checkpoint": "checkpoints/segcompact",
+        "topics": [{"topic": "users", "sla_ms": HOUR}, {"topic": "*", "sla_ms": 2 * HOUR}],
+    }
+    report = build(deletes, rounds, SLAS.get, T0 + 2 * HOUR, [], scope)  # fmt: skip
+    page = render_html(report)
+    _well_formed(page)
+    text = _visible_text(page)
+    assert "2 of 4 erasures met their deadline (50.0 %); 1 pending, 1 missed." in text
+    assert "topic users" in text and "1 (50.0 %)" in text
+    for wanted in (
+        "First deletion or overwrite covered2026-11-18 11:06:40 UTC",
+        "Last deletion or overwrite covered2026-11-18 11:26:40 UTC",
+        "Report made at2026-11-18 13:06:40 UTC",
+        "Job configurationconf/compactor.toml",
+        "Tables (current data, ledger)data/state, data/state_deletion_ledger",
+        "Progress checkpointcheckpoints/segcompact",
+        "Topics with a deadlineusers: 1 h; every other topic: 2 h",
+        "deadline of orders: 2 h",
+        "when the value was deleted or replaced (UTC, from 2026-11-18)",
+        "time to erasure",
+        "mean time since the deletion or overwrite",
+    ):
+        assert wanted in text, wanted
+    for term, meaning in GLOSSARY:
+        assert f"{term}{meaning}" in text
+    for what, note in NOT_OWNED:
+        assert f"{what}: {note}" in text
+    # Plain words on the page: a name for every stage, never the ledger's own.
+    assert tuple(STAGE_WORDS) == STAGES
+    assert STAGE_WORDS["versions_removed"] in text
+    for jargon in ("versions_removed", "vacuumed", "materialized", "breach_stage"):
+        assert jargon not in text
+
+
+class _Text(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+        self.skip = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.skip += tag in ("style", "title")
+
+    def handle_endtag(self, tag: str) -> None:
+        self.skip -= tag in ("style", "title")
+
+    def handle_data(self, data: str) -> None:
+        if not self.skip:
+            self.parts.append(data)
+
+
+def _visible_text(page: str) -> str:
+    parser = _Text()
+    parser.feed(page)
+    return "".join(parser.parts)

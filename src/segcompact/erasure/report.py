@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from segcompact.erasure.glossary import NOT_OWNED
 from segcompact.erasure.schedule import (
     EXPIRED,
     ROUND_STAGES,
@@ -20,6 +21,7 @@ from segcompact.erasure.schedule import (
     percentile,
     row_outcome,
 )
+from segcompact.erasure.summary import period, summary
 
 Row = Mapping[str, Any]
 
@@ -89,8 +91,10 @@ def build(
     sla_of: Callable[[str], int | None],
     now: int,
     upstream: Sequence[Mapping[str, str]] = (),
+    scope: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The report: per partition figures, every delete and round row, the upstream copies."""
+    """The report: a summary, the period and ``scope`` (:func:`summary.scope`) it covers, per
+    partition figures, every delete and round row, the upstream copies and what is not owned."""
     by_tp: dict[tuple[str, int], dict[str, Any]] = {}
     waits: dict[tuple[str, int], list[int]] = defaultdict(list)
     spans: dict[tuple[str, int], list[dict[str, int]]] = defaultdict(list)
@@ -134,12 +138,17 @@ def build(
             for s in STAGES
             if (n := sum(1 for d in spans[tp] if s in d))
         }
+    covered = period(deletes, rounds)
     return {
         "generated_at": iso(now),
+        "period": {"first": iso(covered["first_ms"]), "last": iso(covered["last_ms"])},
+        "scope": dict(scope or {}),
+        "summary": summary(deletions, overwrites, sla_of),
         "partitions": [by_tp[tp] for tp in sorted(by_tp)],
         "deletions": deletions,
         "overwrites": overwrites,
         "upstream": list(upstream),
+        "not_owned": [{"what": what, "note": note} for what, note in NOT_OWNED],
     }
 
 
@@ -160,13 +169,18 @@ def breached(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def text(report: Mapping[str, Any]) -> str:
-    """The report as a terminal reads it: a line per partition, then every breach."""
+    """The report as a terminal reads it: the summary, a line per partition, every breach."""
     parts = report["partitions"]
     if not parts:
         return "no deletions recorded (no topic with gdpr.deletion.sla.ms has deleted anything)"
+    overall, covered = report["summary"]["overall"], report["period"]
     lines = [
+        f"{overall['met']} of {overall['total']} met ({overall['percent']['met']:.1f} %), "
+        f"{overall['pending']} pending, {overall['breached']} breached; deletions and "
+        f"overwrites from {covered['first']} to {covered['last']}",
+        "",
         f"{'partition':<24} {'sla':>10} {'pending':>7} {'met':>5} {'breached':>8} "
-        f"{'p50':>10} {'p99':>10} {'max':>10}  oldest pending (deadline)"
+        f"{'p50':>10} {'p99':>10} {'max':>10}  oldest pending (deadline)",
     ]
     for p in parts:
         t = p["time_to_erasure_ms"] or {}
