@@ -15,7 +15,6 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from segcompact.errors import (
@@ -135,11 +134,7 @@ def _run(args: argparse.Namespace) -> int:
     # segcompact's own progress lines only: py4j's logger (which reports a refused batch with
     # a traceback) keeps its silence. A run --once is quiet but for its progress bar.
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        _JsonLines()
-        if args.log_format == "json"
-        else logging.Formatter("segcompact: %(name)s: %(message)s")
-    )
+    handler.setFormatter(_JsonLines() if args.log_format == "json" else _TextLines())
     logger = logging.getLogger("segcompact")
     logger.addHandler(handler)
     quiet = logging.WARNING if args.once else logging.INFO
@@ -165,12 +160,26 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _log_time(record: logging.LogRecord) -> str:
+    """A log line's time: ISO-8601 UTC, to the millisecond."""
+    from segcompact.humanize import iso_time
+
+    return iso_time(round(record.created * 1000))
+
+
+class _TextLines(logging.Formatter):
+    """A line for people: ``<ISO time> segcompact: <logger>: <message>``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{_log_time(record)} segcompact: {record.name}: {record.getMessage()}"
+
+
 class _JsonLines(logging.Formatter):
     """One JSON object a line, for a cluster's log collector (``--log-format json``)."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry = {
-            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "time": _log_time(record),
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
@@ -232,13 +241,14 @@ def _advance(bar: tqdm[Any], backlog: Backlog, batch_id: int) -> None:
 def _status(args: argparse.Namespace) -> int:
     config = _load(args.config)
     from segcompact.clock import job_clock
-    from segcompact.status import read_status
+    from segcompact.status import read_status, text
 
-    rows = read_status(config, job_clock().now_ms(), lambda: _ensured(config))
+    now = job_clock().now_ms()
+    rows = read_status(config, now, lambda: _ensured(config))
     if args.format == "json":
         print(json.dumps(rows, indent=2))
     else:
-        print(_table(rows))
+        print(text(rows, now, wide=args.wide))
     return 0
 
 
@@ -493,17 +503,6 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _table(rows: list[dict[str, Any]]) -> str:
-    if not rows:
-        return "no partitions yet"
-    columns = list(rows[0])
-    cells = [[("-" if r[c] is None else str(r[c])) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
-    return "\n".join(lines)
-
-
 def _demo(args: argparse.Namespace) -> int:
     from segcompact.demo import run_demo
 
@@ -562,6 +561,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("status", help="per partition: offsets, dirty ratio, tombstones")
     p.add_argument("--config", required=True, metavar="F")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--wide", action="store_true", help="every field, however wide (text)")
     p.set_defaults(func=_status)
 
     p = commands.add_parser("configs", help="each topic's effective settings and their sources")
