@@ -261,6 +261,20 @@ def _configs(args: argparse.Namespace) -> int:
     for topic in args.topic or ():
         if not TOPIC_NAME.match(topic) or topic in (".", ".."):
             raise UsageError(f"--topic {topic!r}: not a Kafka topic name")
+    unnamed = [t for t in args.topic or () if t not in config.topics]
+    if unnamed:  # as kafka-configs.sh, a topic that does not exist is an error
+        from segcompact.discovery import source_topics
+        from segcompact.status import table_topics
+
+        known = source_topics(config.source.paths, config.storage)
+        if not set(unnamed) <= known:
+            known |= table_topics(config, lambda: _ensured(config))
+        for topic in unnamed:
+            if topic not in known:
+                raise UsageError(
+                    f"--topic {topic!r}: no such topic (not in [topics], not in the job's "
+                    f"tables, no {topic}-<partition> directory under [source] paths)"
+                )
     topics: list[str | None] = [*(args.topic or sorted(config.topics))]
     print(text(config, topics if args.topic else [*topics, None]))
     return 0

@@ -35,6 +35,16 @@ def read_status(
     return partition_status(open_sql(status_views(config), config.storage, spark), config, now_ms)
 
 
+def table_topics(config: CompactorConfig, spark: Callable[[], SparkSession]) -> set[str]:
+    """The topics the job's partitions table holds (none before the job has created it)."""
+    sql = open_sql({"partitions": config.state.partitions_table}, config.storage, spark)
+    try:
+        rows = sql.query("SELECT DISTINCT topic FROM partitions")
+    except NoTable:
+        return set()
+    return {str(t) for t in rows.column("topic").to_pylist()}
+
+
 def partition_status(sql: TableSql, config: CompactorConfig, now_ms: int) -> list[dict[str, Any]]:
     """One dict per (topic, partition), sorted; times in epoch milliseconds; none before the job
     has created its tables. ``due`` is the materialiser's own decision (``triggers.decision``)."""

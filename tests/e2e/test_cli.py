@@ -11,7 +11,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from deltalake import write_deltalake
 from pyspark.sql import SparkSession
 from tqdm import tqdm
 
@@ -289,8 +291,15 @@ def test_configs_describe_shows_every_topics_settings_and_sources(tmp_path: Path
         "topics not named in [topics] are:",
     ]
     assert "  compaction.strategy=timestamp sensitive=false synonyms={TOPIC_CONFIG:" in blocks[0]
+    (tmp_path / "in" / "x-0").mkdir(parents=True)  # a topic the source holds exists
     one = run_cli("configs", "--config", config, "--describe", "--topic", "x", cwd=tmp_path)
     assert one.stdout.startswith("All configs for topic x are:") and one.stdout.count("All") == 1
+    nosuch = run_cli("configs", "--config", config, "--describe", "--topic", "nosuch", cwd=tmp_path)
+    _assert_usage_error(nosuch, "--topic 'nosuch': no such topic")
+    # A topic the job's tables hold exists too (its source directories may be gone).
+    write_deltalake(tmp_path / "partitions", pa.table({"topic": ["gone"], "partition": [0]}))
+    held = run_cli("configs", "--config", config, "--describe", "--topic", "gone", cwd=tmp_path)
+    assert held.returncode == 0 and held.stdout.startswith("All configs for topic gone are:")
     bad = run_cli("configs", "--config", config, "--describe", "--topic", "a/b", cwd=tmp_path)
     _assert_usage_error(bad, "--topic 'a/b': not a Kafka topic name")
 
