@@ -125,6 +125,8 @@ def _ensured(config: CompactorConfig) -> SparkSession:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.uncleanable_ok and not args.once:
+        raise UsageError("--uncleanable-ok: only with --once (the continuous job does not exit)")
     config = _load(args.config, writes=True)
     from segcompact.discovery import check_roots
 
@@ -148,9 +150,14 @@ def _run(args: argparse.Namespace) -> int:
             lease.on_lost = lambda: compactor.request_stop(trigger_active=False)
             backlog = compactor.backlog()
             with _progress(backlog.total) as bar:
-                compactor.run_once(
+                summary = compactor.run_once(
                     on_batch=lambda batch_id: _advance(bar, backlog, batch_id), backlog=backlog
                 )
+            print(summary.line())  # stdout: what a batch scheduler keeps
+            failure = summary.failure()
+            if failure is not None and not args.uncleanable_ok:
+                print(f"segcompact: error: {failure} (--uncleanable-ok: exit 0)", file=sys.stderr)
+                return EXIT_DATA
             return 0
         stop = GracefulStop()
         stop.install()
@@ -548,6 +555,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("run", help="the streaming compactor")
     p.add_argument("--config", required=True, metavar="F")
     p.add_argument("--once", action="store_true", help="process what is there, then exit")
+    p.add_argument(
+        "--uncleanable-ok",
+        action="store_true",
+        help="with --once: exit 0 even when a partition became uncleanable (its summary still "
+        "names it)",
+    )
     p.add_argument(
         "--verbose",
         action="store_true",

@@ -1,5 +1,6 @@
-"""Times and durations as people read them, for every command's text output: ISO-8601 UTC
-times with milliseconds, and durations in their two largest units ("6h", "1d 2h", "45s").
+"""Times, durations and sizes as people read them, for every command's text output: ISO-8601
+UTC times with milliseconds, durations in their two largest units ("6h", "1d 2h", "45s"),
+sizes in binary units ("1.21 MiB").
 
 Pure: JSON output keeps epoch milliseconds; these are for the lines a person reads.
 """
@@ -49,3 +50,16 @@ def ago(ms: int) -> str:
     """The age of something that happened ``ms`` ago: ``6h ago`` (negative: ``in 6h``, a
     clock behind the event's)."""
     return f"{duration(ms)} ago" if ms >= 0 else f"in {duration(-ms)}"
+
+
+def size(n: int) -> str:
+    """A size in bytes, in binary units to three significant figures: ``512 B``, ``1.21 MiB``."""
+    if n < 1024:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        value /= 1024
+        if value < 1024 or unit == "EiB":
+            break
+    digits = 0 if value >= 99.95 else 1 if value >= 9.995 else 2
+    return f"{value:.{digits}f} {unit}"

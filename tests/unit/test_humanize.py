@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from segcompact.humanize import ago, duration, iso_time, until
+from segcompact.humanize import ago, duration, iso_time, size, until
 
 _SIZES = {"d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1}
 _ORDER = ["d", "h", "m", "s"]
@@ -103,3 +103,29 @@ def test_iso_time_reads_back_to_the_millisecond(ms: int) -> None:
 
 def test_iso_time_vector() -> None:
     assert iso_time(1_795_854_950_740) == "2026-11-28T08:35:50.740Z"
+
+
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [
+        (0, "0 B"),
+        (1023, "1023 B"),
+        (1024, "1.00 KiB"),
+        (1_269_000, "1.21 MiB"),
+        (99_990, "97.6 KiB"),
+    ],
+)
+def test_size_vectors(n: int, text: str) -> None:
+    assert size(n) == text
+
+
+@given(st.integers(min_value=0, max_value=2**70))
+def test_size_has_three_significant_figures_and_reads_back(n: int) -> None:
+    value, unit = size(n).split()
+    units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
+    scale = 1024 ** units.index(unit)
+    if unit == "B":
+        assert int(value) == n
+        return
+    assert len(value.replace(".", "")) == 3 or float(value) >= 1000 or unit == "EiB"
+    assert abs(float(value) * scale - n) <= 0.005 * n + scale / 100
