@@ -1,7 +1,8 @@
 """What a ``run --once`` did, in one line for a batch scheduler's log: segments, bytes, records
 and keys read, partitions materialised, partitions uncleanable. Pure: the job hands it the
 figures it already has (each micro-batch's partition stats, the materialiser's writes and its
-read of the partitions table), so that counting them costs no Spark job.
+read of the partitions table, the backlog's segment sizes), so that counting them costs no
+Spark job.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ Partition = tuple[str, int]
 @dataclass(slots=True)
 class RunSummary:
     segments: int = 0
-    bytes: int = 0  # the segment files' sizes
-    records: int = 0
+    bytes: int = 0  # the segment files' sizes (``Backlog.done``: damaged ones whole)
+    records: int = 0  # those of readable batches
     partitions: set[Partition] = field(default_factory=set)  # those with a segment read
     keys: int | None = None  # the state's keys of ``partitions`` after the run; None: not read
     materialized: set[Partition] = field(default_factory=set)
@@ -29,12 +30,12 @@ class RunSummary:
     uncleanable: dict[Partition, str] | None = None
 
     def add_batch(self, stats: Iterable[Mapping[str, Any]]) -> None:
-        """A micro-batch's per-partition stats (``partitions.batch_stats``)."""
+        """A micro-batch's per-partition stats (``partitions.batch_stats``); the bytes come
+        from the backlog."""
         for r in stats:
             tp = (r["topic"], r["partition"])
             self.partitions.add(tp)
             self.segments += r["segments"] or 0
-            self.bytes += r["dirty_bytes"] or 0
             self.records += r["records"] or 0
             if r["uncleanable_reason"] is not None:
                 self.found_uncleanable.setdefault(tp, r["uncleanable_reason"])

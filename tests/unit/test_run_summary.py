@@ -12,7 +12,6 @@ def _stats(topic: str, partition: int, reason: str | None = None, **n: int) -> d
         "topic": topic,
         "partition": partition,
         "segments": n.get("segments", 2),
-        "dirty_bytes": n.get("bytes", 3 << 20),
         "records": n.get("records", 100),
         "uncleanable_reason": reason,
     }
@@ -21,8 +20,9 @@ def _stats(topic: str, partition: int, reason: str | None = None, **n: int) -> d
 def test_a_clean_run_adds_up_its_batches() -> None:
     s = RunSummary()
     s.add_batch([_stats("orders", 0), _stats("orders", 1, records=1)])
-    s.add_batch([_stats("orders", 0, segments=1, bytes=0, records=0)])
-    s.keys, s.materialized, s.uncleanable = 40, {("orders", 0), ("orders", 1)}, {}
+    s.add_batch([_stats("orders", 0, segments=1, records=0)])
+    s.bytes, s.keys, s.uncleanable = 6 << 20, 40, {}
+    s.materialized = {("orders", 0), ("orders", 1)}
     assert s.line() == (
         "run --once: 5 segments (6.00 MiB) of 2 partitions read: 101 records, 40 keys; "
         "2 partitions materialised; 0 partitions uncleanable"

@@ -243,13 +243,16 @@ class Compactor:
         asked now), then the upkeep that is due; return when done, with what was done. With
         nothing to read, the streaming query does not start: it would end at once, after
         seconds of starting."""
-        if (backlog or self.backlog()).empty:
+        backlog = backlog or self.backlog()
+        summary = self.summary
+        if backlog.empty:
             log.info("query: no segment to read")
         else:
             with timed(log, "query"):
                 query = self.start(once=True, on_batch=on_batch)
                 _finish(query)
-        summary = self.summary
+            last = backlog.query.last_commit()
+            summary.bytes = 0 if last is None else backlog.done(last)  # the files, damaged too
         if not self._stopping:  # a stop (a lost lease) writes nothing more
             self.upkeep()
             summary.uncleanable = self.materializer.uncleanable  # as the upkeep's plan read it
