@@ -313,11 +313,24 @@ def _health(args: argparse.Namespace) -> int:
     return EXIT_DATA if set(health.failed()) & set(args.fail_on) else 0
 
 
+def _nothing_due(config: CompactorConfig, *, erasure: bool, **selection: Any) -> bool:
+    """Whether delta-rs shows nothing due now, so that Spark need not start to find it out."""
+    from segcompact.clock import job_clock
+    from segcompact.due import nothing_due
+
+    return nothing_due(config, job_clock().now_ms(), erasure=erasure, **selection)
+
+
 def _materialize(args: argparse.Namespace) -> int:
     config = _load(args.config, writes=True)
-    from segcompact.spark.job import Compactor
-
     with _leased(config, "materialize"):
+        if not args.force and _nothing_due(
+            config, erasure=False, topic=args.topic, partition=args.partition
+        ):
+            print("nothing due")
+            return 0
+        from segcompact.spark.job import Compactor
+
         compactor = Compactor(_session(config), config)
         compactor.merger.settle(compactor.clock.now_ms())
         results = compactor.materializer.run(
@@ -364,9 +377,12 @@ def _delete_records(args: argparse.Namespace) -> int:
 
 def _purge(args: argparse.Namespace) -> int:
     config = _load(args.config, writes=True)
-    from segcompact.spark.job import Compactor
-
     with _leased(config, "purge"):
+        if not args.force and _nothing_due(config, erasure=True):
+            print("nothing due")
+            return 0
+        from segcompact.spark.job import Compactor
+
         report = Compactor(_session(config), config).purge(force=args.force)
     if report.opened is not None:
         print(f"erasure round {report.opened} opened")

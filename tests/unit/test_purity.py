@@ -26,7 +26,13 @@ def _modules(*packages: ModuleType) -> list[str]:
 
 @pytest.mark.parametrize(
     "module",
-    [*_modules(*PURE_PACKAGES), "segcompact.dump", "segcompact.cli", "segcompact.humanize"],
+    [
+        *_modules(*PURE_PACKAGES),
+        "segcompact.dump",
+        "segcompact.cli",
+        "segcompact.humanize",
+        "segcompact.due",
+    ],
 )
 def test_module_does_not_import_pyspark(module: str) -> None:
     code = (
