@@ -79,6 +79,12 @@ def once(tmp_path_factory: pytest.TempPathFactory, spark_conf_dir: Path) -> Once
 def test_run_once_compacts_the_rolled_segments(spark: SparkSession, once: OnceRun) -> None:
     assert once.result.returncode == 0, once.result.stderr
     assert "Traceback" not in once.result.stderr
+    segments = sum(len(paths) for paths in once.log.rolled().values())
+    (summary,) = once.result.stdout.splitlines()  # what it did, in one line
+    assert summary.startswith(f"run --once: {segments} segments (")
+    assert summary.endswith(
+        f"{len(once.log.rolled())} partitions materialised; 0 partitions uncleanable"
+    )
     assert not (once.work / "spark-warehouse").exists()  # nothing unnamed in the working dir
     # Nor left in the temporary directory: Spark's output and scratch warehouse are removed
     # after a run that succeeded.
@@ -151,6 +157,15 @@ def test_status_json_reports_every_partition(
         assert 0.0 <= s["dirty_ratio"] <= 1.0
         assert s["uncleanable"] is None
     assert sum(once.model.keyless.values()) > 0, "the generated log should have keyless records"
+
+    # The same rows for people: one line each, at most 120 columns, no epoch milliseconds.
+    text = run_cli("status", "--config", once.config_path, cwd=once.work).stdout.splitlines()
+    assert text[0].split()[:3] == ["partition", "records", "keys"]
+    assert [line.split()[:3] for line in text[1:]] == [
+        [f"{s['topic']}-{s['partition']}", str(s["records"]), str(s["keys"])] for s in status
+    ]
+    assert all(len(line) <= 120 for line in text)
+    assert not any(str(s["next_horizon_ms"]) in "".join(text) for s in status)
 
 
 # --- mistakes a user makes: one line, exit code 2, before any JVM starts -------------------
