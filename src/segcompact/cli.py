@@ -134,7 +134,8 @@ def _run(args: argparse.Namespace) -> int:
     from segcompact.spark.job import Compactor, GracefulStop
 
     # segcompact's own progress lines only: py4j's logger (which reports a refused batch with
-    # a traceback) keeps its silence. A run --once is quiet but for its progress bar.
+    # a traceback) keeps its silence. A run --once is quiet but for its progress bar and its
+    # summary line.
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_JsonLines() if args.log_format == "json" else _TextLines())
     logger = logging.getLogger("segcompact")
