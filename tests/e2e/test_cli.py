@@ -429,6 +429,7 @@ def test_every_command_refuses_a_bad_config_before_writing(
     ("args", "mentions"),
     [
         (["materialize", "--config", "compactor.toml", "--partition", "x"], ["invalid int", "'x'"]),
+        (["run", "--config", "compactor.toml", "--uncleanable-ok"], ["only with --once"]),
         (["delete-records", "--config", "compactor.toml"], ["--offset-json-file"]),
         (
             ["delete-records", "--config", "compactor.toml", "--offset-json-file", "none.json"],
