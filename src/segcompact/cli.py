@@ -15,7 +15,6 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from segcompact.errors import (
@@ -126,6 +125,8 @@ def _ensured(config: CompactorConfig) -> SparkSession:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.uncleanable_ok and not args.once:
+        raise UsageError("--uncleanable-ok: only with --once (the continuous job does not exit)")
     config = _load(args.config, writes=True)
     from segcompact.discovery import check_roots
 
@@ -133,13 +134,10 @@ def _run(args: argparse.Namespace) -> int:
     from segcompact.spark.job import Compactor, GracefulStop
 
     # segcompact's own progress lines only: py4j's logger (which reports a refused batch with
-    # a traceback) keeps its silence. A run --once is quiet but for its progress bar.
+    # a traceback) keeps its silence. A run --once is quiet but for its progress bar and its
+    # summary line.
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        _JsonLines()
-        if args.log_format == "json"
-        else logging.Formatter("segcompact: %(name)s: %(message)s")
-    )
+    handler.setFormatter(_JsonLines() if args.log_format == "json" else _TextLines())
     logger = logging.getLogger("segcompact")
     logger.addHandler(handler)
     quiet = logging.WARNING if args.once else logging.INFO
@@ -153,9 +151,14 @@ def _run(args: argparse.Namespace) -> int:
             lease.on_lost = lambda: compactor.request_stop(trigger_active=False)
             backlog = compactor.backlog()
             with _progress(backlog.total) as bar:
-                compactor.run_once(
+                summary = compactor.run_once(
                     on_batch=lambda batch_id: _advance(bar, backlog, batch_id), backlog=backlog
                 )
+            print(summary.line())  # stdout: what a batch scheduler keeps
+            failure = summary.failure()
+            if failure is not None and not args.uncleanable_ok:
+                print(f"segcompact: error: {failure} (--uncleanable-ok: exit 0)", file=sys.stderr)
+                return EXIT_DATA
             return 0
         stop = GracefulStop()
         stop.install()
@@ -165,12 +168,26 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _log_time(record: logging.LogRecord) -> str:
+    """A log line's time: ISO-8601 UTC, to the millisecond."""
+    from segcompact.humanize import iso_time
+
+    return iso_time(round(record.created * 1000))
+
+
+class _TextLines(logging.Formatter):
+    """A line for people: ``<ISO time> segcompact: <logger>: <message>``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{_log_time(record)} segcompact: {record.name}: {record.getMessage()}"
+
+
 class _JsonLines(logging.Formatter):
     """One JSON object a line, for a cluster's log collector (``--log-format json``)."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry = {
-            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "time": _log_time(record),
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
@@ -232,13 +249,14 @@ def _advance(bar: tqdm[Any], backlog: Backlog, batch_id: int) -> None:
 def _status(args: argparse.Namespace) -> int:
     config = _load(args.config)
     from segcompact.clock import job_clock
-    from segcompact.status import read_status
+    from segcompact.status import read_status, text
 
-    rows = read_status(config, job_clock().now_ms(), lambda: _ensured(config))
+    now = job_clock().now_ms()
+    rows = read_status(config, now, lambda: _ensured(config))
     if args.format == "json":
         print(json.dumps(rows, indent=2))
     else:
-        print(_table(rows))
+        print(text(rows, now, wide=args.wide))
     return 0
 
 
@@ -251,6 +269,20 @@ def _configs(args: argparse.Namespace) -> int:
     for topic in args.topic or ():
         if not TOPIC_NAME.match(topic) or topic in (".", ".."):
             raise UsageError(f"--topic {topic!r}: not a Kafka topic name")
+    unnamed = [t for t in args.topic or () if t not in config.topics]
+    if unnamed:  # as kafka-configs.sh, a topic that does not exist is an error
+        from segcompact.discovery import source_topics
+        from segcompact.status import table_topics
+
+        known = source_topics(config.source.paths, config.storage)
+        if not set(unnamed) <= known:
+            known |= table_topics(config, lambda: _ensured(config))
+        for topic in unnamed:
+            if topic not in known:
+                raise UsageError(
+                    f"--topic {topic!r}: no such topic (not in [topics], not in the job's "
+                    f"tables, no {topic}-<partition> directory under [source] paths)"
+                )
     topics: list[str | None] = [*(args.topic or sorted(config.topics))]
     print(text(config, topics if args.topic else [*topics, None]))
     return 0
@@ -282,11 +314,24 @@ def _health(args: argparse.Namespace) -> int:
     return EXIT_DATA if set(health.failed()) & set(args.fail_on) else 0
 
 
+def _nothing_due(config: CompactorConfig, *, erasure: bool, **selection: Any) -> bool:
+    """Whether delta-rs shows nothing due now, so that Spark need not start to find it out."""
+    from segcompact.clock import job_clock
+    from segcompact.due import nothing_due
+
+    return nothing_due(config, job_clock().now_ms(), erasure=erasure, **selection)
+
+
 def _materialize(args: argparse.Namespace) -> int:
     config = _load(args.config, writes=True)
-    from segcompact.spark.job import Compactor
-
     with _leased(config, "materialize"):
+        if not args.force and _nothing_due(
+            config, erasure=False, topic=args.topic, partition=args.partition
+        ):
+            print("nothing due")
+            return 0
+        from segcompact.spark.job import Compactor
+
         compactor = Compactor(_session(config), config)
         compactor.merger.settle(compactor.clock.now_ms())
         results = compactor.materializer.run(
@@ -333,9 +378,12 @@ def _delete_records(args: argparse.Namespace) -> int:
 
 def _purge(args: argparse.Namespace) -> int:
     config = _load(args.config, writes=True)
-    from segcompact.spark.job import Compactor
-
     with _leased(config, "purge"):
+        if not args.force and _nothing_due(config, erasure=True):
+            print("nothing due")
+            return 0
+        from segcompact.spark.job import Compactor
+
         report = Compactor(_session(config), config).purge(force=args.force)
     if report.opened is not None:
         print(f"erasure round {report.opened} opened")
@@ -491,17 +539,6 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _table(rows: list[dict[str, Any]]) -> str:
-    if not rows:
-        return "no partitions yet"
-    columns = list(rows[0])
-    cells = [[("-" if r[c] is None else str(r[c])) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
-    return "\n".join(lines)
-
-
 def _demo(args: argparse.Namespace) -> int:
     from segcompact.demo import run_demo
 
@@ -534,6 +571,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", required=True, metavar="F")
     p.add_argument("--once", action="store_true", help="process what is there, then exit")
     p.add_argument(
+        "--uncleanable-ok",
+        action="store_true",
+        help="with --once: exit 0 even when a partition became uncleanable (its summary still "
+        "names it)",
+    )
+    p.add_argument(
         "--verbose",
         action="store_true",
         help="log each step's time too, and Spark's output on stderr",
@@ -560,6 +603,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("status", help="per partition: offsets, dirty ratio, tombstones")
     p.add_argument("--config", required=True, metavar="F")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--wide", action="store_true", help="every field, however wide (text)")
     p.set_defaults(func=_status)
 
     p = commands.add_parser("configs", help="each topic's effective settings and their sources")

@@ -68,6 +68,19 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
     return m["topic"], partition
 
 
+def source_topics(roots: Iterable[str], storage: Storage) -> set[str]:
+    """The topics with a partition directory under ``roots`` (a root that does not exist has
+    none): the topics the source knows."""
+    topics = set()
+    for root in roots:
+        fs, path = storage.resolve(root)
+        for entry in _list_or_empty(fs, fs.abspath(path)):
+            parsed = parse_partition_dir(entry.name) if entry.is_dir else None
+            if parsed is not None:
+                topics.add(parsed[0])
+    return topics
+
+
 def parse_segment_name(name: str) -> int | None:
     """The base offset of ``<20 digits>.log``; None for any other file name."""
     m = _SEGMENT_FILE.match(name)

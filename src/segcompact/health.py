@@ -17,6 +17,7 @@ from segcompact.clock import epoch_ms
 from segcompact.config import CompactorConfig
 from segcompact.erasure.ledger_reads import ledger_rows
 from segcompact.erasure.report import breached, build, iso
+from segcompact.humanize import ago
 from segcompact.lease import job_lease
 from segcompact.table_sql import NoTable, open_sql
 
@@ -52,11 +53,7 @@ class Health:
         }
 
     def text(self, now_ms: int) -> str:
-        age = (
-            ""
-            if self.last_batch_ms is None
-            else f" ({(now_ms - self.last_batch_ms) // 1000} s ago)"
-        )
+        age = "" if self.last_batch_ms is None else f" ({ago(now_ms - self.last_batch_ms)})"
         lines = [
             f"running: {self.running or 'no: no live `segcompact run` holds the job lease'}",
             f"last batch: {iso(self.last_batch_ms) or 'none yet'}{age}",

@@ -30,12 +30,12 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, replace
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from segcompact.clock import Clock, SystemClock
 from segcompact.config.locations import is_table_name
 from segcompact.errors import SegcompactError
+from segcompact.humanize import duration, iso_time
 from segcompact.storage import FileSystem, Storage
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ class Holder:
         return _process_exists(self.pid)
 
     def describe(self) -> str:
-        until = datetime.fromtimestamp(self.expires_ms / 1000, UTC).isoformat(timespec="seconds")
+        until = iso_time(self.expires_ms)
         return f"`segcompact {self.command}` on {self.host} (pid {self.pid}), lease until {until}"
 
 
@@ -235,7 +235,7 @@ class Lease:
             if not place.write(nxt, self._holder()):
                 self.lost = LeaseLost(
                     f"lost the lease on {place.location} to {place.read(nxt).describe()} "
-                    f"(this job did not renew it within {self.timeout_ms} ms)"
+                    f"(this job did not renew it within {duration(self.timeout_ms)})"
                 )
                 raise self.lost
             place.fs.remove(place.path(place.epoch))

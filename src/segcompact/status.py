@@ -2,7 +2,8 @@
 
 Three queries (:mod:`segcompact.table_sql`): the partitions table, and per partition the state's
 keys, tombstones and next horizon, and the young records. By delta-rs they take milliseconds and
-no JVM; Spark answers them only for tables delta-rs cannot open.
+no JVM; Spark answers them only for tables delta-rs cannot open. :func:`text` lays the rows out
+for people (JSON keeps them as they are, times in epoch milliseconds).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from segcompact.clock import epoch_ms
 from segcompact.compaction.triggers import decision
 from segcompact.config import CompactorConfig
+from segcompact.humanize import ago, duration, iso_time, until
 from segcompact.table_sql import NoTable, TableSql, open_sql
 
 if TYPE_CHECKING:
@@ -31,6 +33,16 @@ def read_status(
     """:func:`partition_status` by delta-rs, or by the session ``spark`` gives when delta-rs
     cannot open a table (only then is it asked for)."""
     return partition_status(open_sql(status_views(config), config.storage, spark), config, now_ms)
+
+
+def table_topics(config: CompactorConfig, spark: Callable[[], SparkSession]) -> set[str]:
+    """The topics the job's partitions table holds (none before the job has created it)."""
+    sql = open_sql({"partitions": config.state.partitions_table}, config.storage, spark)
+    try:
+        rows = sql.query("SELECT DISTINCT topic FROM partitions")
+    except NoTable:
+        return set()
+    return {str(t) for t in rows.column("topic").to_pylist()}
 
 
 def partition_status(sql: TableSql, config: CompactorConfig, now_ms: int) -> list[dict[str, Any]]:
@@ -87,3 +99,60 @@ def partition_status(sql: TableSql, config: CompactorConfig, now_ms: int) -> lis
 
 def _by_partition(rows: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
     return {(r["topic"], r["partition"]): r for r in rows}
+
+
+WIDTH = 120  # the text table's width without --wide: its last column is cut to fit
+
+
+def text(rows: list[dict[str, Any]], now_ms: int, *, wide: bool = False) -> str:
+    """:func:`partition_status`'s rows as a table for people: times as ISO-8601, ages and waits
+    as durations. By default the columns an operator reads, each line at most :data:`WIDTH`
+    (the free text of the last column cut with ``…``); ``wide``: every field, uncut."""
+    if not rows:
+        return "no partitions yet"
+    table = [_wide(r) for r in rows] if wide else [_narrow(r, now_ms) for r in rows]
+    columns = list(table[0])
+    cells = [[_cell(r[c]) for c in columns] for r in table]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    lines = [
+        "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
+        for row in [columns, *cells]
+    ]
+    if not wide:
+        lines = [line if len(line) <= WIDTH else line[: WIDTH - 1] + "…" for line in lines]
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    """One cell on one line (a reason may quote a message of several)."""
+    return "-" if value is None else " ".join(str(value).split())
+
+
+def _narrow(r: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    horizon, materialized = r["next_horizon_ms"], r["last_materialized_ms"]
+    delay = r["max_compaction_delay_ms"]
+    return {
+        "partition": f"{r['topic']}-{r['partition']}",
+        "records": r["records"],
+        "keys": r["keys"],
+        "dirty": f"{r['dirty_ratio']:.0%}",
+        "delay": duration(delay) if delay else None,
+        "tombstones": r["tombstones_pending"],
+        "young": r["young_records"],
+        "next horizon": None if horizon is None else until(horizon - now_ms),
+        "materialized": None if materialized is None else ago(now_ms - materialized),
+        # Last, cut to fit: an uncleanable partition is never due (Kafka's cleaner skips it).
+        "due": f"UNCLEANABLE: {r['uncleanable']}" if r["uncleanable"] else r["due"],
+    }
+
+
+def _wide(r: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for name, value in r.items():
+        if name in ("next_horizon_ms", "last_materialized_ms"):
+            out[name[:-3]] = None if value is None else iso_time(value)
+        elif name == "max_compaction_delay_ms":
+            out[name[:-3]] = duration(value)
+        else:
+            out[name] = value
+    return out

@@ -11,7 +11,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from deltalake import write_deltalake
 from pyspark.sql import SparkSession
 from tqdm import tqdm
 
@@ -77,6 +79,12 @@ def once(tmp_path_factory: pytest.TempPathFactory, spark_conf_dir: Path) -> Once
 def test_run_once_compacts_the_rolled_segments(spark: SparkSession, once: OnceRun) -> None:
     assert once.result.returncode == 0, once.result.stderr
     assert "Traceback" not in once.result.stderr
+    segments = sum(len(paths) for paths in once.log.rolled().values())
+    (summary,) = once.result.stdout.splitlines()  # what it did, in one line
+    assert summary.startswith(f"run --once: {segments} segments (")
+    assert summary.endswith(
+        f"{len(once.log.rolled())} partitions materialised; 0 partitions uncleanable"
+    )
     assert not (once.work / "spark-warehouse").exists()  # nothing unnamed in the working dir
     # Nor left in the temporary directory: Spark's output and scratch warehouse are removed
     # after a run that succeeded.
@@ -149,6 +157,15 @@ def test_status_json_reports_every_partition(
         assert 0.0 <= s["dirty_ratio"] <= 1.0
         assert s["uncleanable"] is None
     assert sum(once.model.keyless.values()) > 0, "the generated log should have keyless records"
+
+    # The same rows for people: one line each, at most 120 columns, no epoch milliseconds.
+    text = run_cli("status", "--config", once.config_path, cwd=once.work).stdout.splitlines()
+    assert text[0].split()[:3] == ["partition", "records", "keys"]
+    assert [line.split()[:3] for line in text[1:]] == [
+        [f"{s['topic']}-{s['partition']}", str(s["records"]), str(s["keys"])] for s in status
+    ]
+    assert all(len(line) <= 120 for line in text)
+    assert not any(str(s["next_horizon_ms"]) in "".join(text) for s in status)
 
 
 # --- mistakes a user makes: one line, exit code 2, before any JVM starts -------------------
@@ -302,8 +319,15 @@ def test_configs_describe_shows_every_topics_settings_and_sources(tmp_path: Path
         "topics not named in [topics] are:",
     ]
     assert "  compaction.strategy=timestamp sensitive=false synonyms={TOPIC_CONFIG:" in blocks[0]
+    (tmp_path / "in" / "x-0").mkdir(parents=True)  # a topic the source holds exists
     one = run_cli("configs", "--config", config, "--describe", "--topic", "x", cwd=tmp_path)
     assert one.stdout.startswith("All configs for topic x are:") and one.stdout.count("All") == 1
+    nosuch = run_cli("configs", "--config", config, "--describe", "--topic", "nosuch", cwd=tmp_path)
+    _assert_usage_error(nosuch, "--topic 'nosuch': no such topic")
+    # A topic the job's tables hold exists too (its source directories may be gone).
+    write_deltalake(tmp_path / "partitions", pa.table({"topic": ["gone"], "partition": [0]}))
+    held = run_cli("configs", "--config", config, "--describe", "--topic", "gone", cwd=tmp_path)
+    assert held.returncode == 0 and held.stdout.startswith("All configs for topic gone are:")
     bad = run_cli("configs", "--config", config, "--describe", "--topic", "a/b", cwd=tmp_path)
     _assert_usage_error(bad, "--topic 'a/b': not a Kafka topic name")
 
@@ -418,6 +442,7 @@ def test_every_command_refuses_a_bad_config_before_writing(
     ("args", "mentions"),
     [
         (["materialize", "--config", "compactor.toml", "--partition", "x"], ["invalid int", "'x'"]),
+        (["run", "--config", "compactor.toml", "--uncleanable-ok"], ["only with --once"]),
         (["delete-records", "--config", "compactor.toml"], ["--offset-json-file"]),
         (
             ["delete-records", "--config", "compactor.toml", "--offset-json-file", "none.json"],

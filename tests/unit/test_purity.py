@@ -24,7 +24,16 @@ def _modules(*packages: ModuleType) -> list[str]:
     return sorted(m.name for path, prefix in prefixes for m in pkgutil.iter_modules(path, prefix))
 
 
-@pytest.mark.parametrize("module", [*_modules(*PURE_PACKAGES), "segcompact.dump", "segcompact.cli"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        *_modules(*PURE_PACKAGES),
+        "segcompact.dump",
+        "segcompact.cli",
+        "segcompact.humanize",
+        "segcompact.due",
+    ],
+)
 def test_module_does_not_import_pyspark(module: str) -> None:
     code = (
         f"import importlib, sys; importlib.import_module({module!r}); "

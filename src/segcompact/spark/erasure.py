@@ -51,6 +51,7 @@ from segcompact.erasure.schedule import (
     row_outcome,
     smallest_sla_ms,
 )
+from segcompact.humanize import duration
 from segcompact.spark.frames import local_frame
 from segcompact.spark.ledger import rows_frame, upsert
 from segcompact.spark.materialize import Materializer
@@ -343,7 +344,7 @@ class Eraser:
                 report.waiting.append(
                     f"round {r['round']} {r['topic']}-{r['partition']}: VACUUM cannot yet remove "
                     f"the files of {', '.join(short)} (delta.deletedFileRetentionDuration = "
-                    f"{self.retention_ms} ms since their commit has not passed)"
+                    f"{duration(self.retention_ms)} since their commit has not passed)"
                 )
             else:
                 r["vacuumed_at"] = now

@@ -28,6 +28,7 @@ from segcompact.erasure.schedule import smallest_sla_ms
 from segcompact.errors import SegcompactError, root_cause
 from segcompact.manifest import Manifest
 from segcompact.metrics import JobMetrics
+from segcompact.run_summary import RunSummary
 from segcompact.spark.compat import once_trigger
 from segcompact.spark.conflicts import retry_conflicts
 from segcompact.spark.erasure import Eraser, RoundReport
@@ -37,6 +38,7 @@ from segcompact.spark.merge import BatchMerger
 from segcompact.spark.metrics_source import SparkMetrics
 from segcompact.spark.source import NAME, SourceOptions, register
 from segcompact.spark.tables import Tables
+from segcompact.table_sql import DeltaSql, NoTable
 from segcompact.timing import timed
 
 
@@ -86,6 +88,7 @@ class Compactor:
         self._stopping = False
         self._in_batch = False
         self._may_start = 0  # batches still allowed to start once stopping
+        self.summary = RunSummary()  # what the batches read, for run --once's last line
         # The tables' figures before anything runs: until read, the metrics say they are not
         # ready (segcompact.metrics), and the warm-up and first upkeep can take a minute.
         self._refresh_metrics()
@@ -106,6 +109,7 @@ class Compactor:
                 with self._writing:
                     waited = time.monotonic() - start
                     retry_conflicts(lambda: self.merger(df, batch_id), f"batch {batch_id}")
+                    self.summary.add_batch(self.merger.last_stats)
                     # The upkeep before the next batch is planned: a segment that arrives
                     # meanwhile is in that batch, not in the one after a timer's upkeep that
                     # waited for this batch. Else only the materialisation triggers.
@@ -237,21 +241,47 @@ class Compactor:
 
     def run_once(
         self, on_batch: Callable[[int], None] | None = None, backlog: Backlog | None = None
-    ) -> None:
+    ) -> RunSummary:
         """Process everything available (``backlog``: what :meth:`backlog` found, else it is
-        asked now), then the upkeep that is due; return when done. With nothing to read, the
-        streaming query does not start: it would end at once, after seconds of starting."""
-        if (backlog or self.backlog()).empty:
+        asked now), then the upkeep that is due; return when done, with what was done. With
+        nothing to read, the streaming query does not start: it would end at once, after
+        seconds of starting."""
+        backlog = backlog or self.backlog()
+        summary = self.summary
+        if backlog.empty:
             log.info("query: no segment to read")
         else:
             with timed(log, "query"):
                 query = self.start(once=True, on_batch=on_batch)
                 _finish(query)
+            last = backlog.query.last_commit()
+            summary.bytes = 0 if last is None else backlog.done(last)  # the files, damaged too
         if not self._stopping:  # a stop (a lost lease) writes nothing more
             self.upkeep()
+            summary.uncleanable = self.materializer.uncleanable  # as the upkeep's plan read it
+        summary.materialized = set(self.materializer.written)
+        summary.keys = state_keys(self.config, summary.partitions)
+        return summary
 
 
 log = logging.getLogger(__name__)
+
+
+def state_keys(config: CompactorConfig, partitions: set[tuple[str, int]]) -> int | None:
+    """The keys the state holds for ``partitions``, by delta-rs (no Spark job); None when
+    delta-rs cannot open the state table."""
+    if not partitions:
+        return 0
+    sql = DeltaSql.open({"state": config.state.table}, config.storage)
+    if sql is None:
+        return None
+    p = sql.quote("partition")
+    try:
+        rows = sql.query(f"SELECT topic, {p}, count(*) AS n FROM state GROUP BY topic, {p}")
+    except NoTable:
+        return 0
+    return int(sum(r["n"] for r in rows.to_pylist() if (r["topic"], r["partition"]) in partitions))
+
 
 STOP_MARKER = "segcompact: stop requested"
 

@@ -257,6 +257,10 @@ class Materializer:
         self.tables = tables
         self.clock = clock
         self.output = Output(config.output.path, config.storage)
+        self.written: set[tuple[str, int]] = set()  # every partition this one materialised
+        # The uncleanable partitions (and why) as the last plan read them: Kafka's cleaner
+        # skips them too.
+        self.uncleanable: dict[tuple[str, int], str] | None = None
         # Kafka's cleaner-recopy-percent of the last run that wrote: bytes written, bytes read.
         self.last_recopy: tuple[int, int] | None = None
 
@@ -277,10 +281,12 @@ class Materializer:
         if partition is not None:
             where = where & (pc.field("partition") == partition)
         plans = []
+        self.uncleanable = {}
         for r in self.tables.partitions.arrow(self.spark, where=where).to_pylist():
-            if r["uncleanable_reason"] is not None:
-                continue  # not even when forced: its input is damaged
             tp = (r["topic"], r["partition"])
+            if r["uncleanable_reason"] is not None:
+                self.uncleanable[tp] = r["uncleanable_reason"]
+                continue  # not even when forced: its input is damaged
             cfg = self.config.topic(r["topic"])
             reasons = [str(x) for x in decision(r, self.config, now).reasons]
             if force:
@@ -350,6 +356,7 @@ class Materializer:
             )
         with timed(log, "materialise: record"):
             self._record(out, now)
+        self.written.update(by_tp)
         self.last_recopy = (sum(r["bytes"] for r in out), sum(p.read_bytes for p in plans))
         return out
 
