@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from segcompact.erasure.glossary import NOT_OWNED
@@ -22,14 +21,13 @@ from segcompact.erasure.schedule import (
     row_outcome,
 )
 from segcompact.erasure.summary import period, summary
+from segcompact.humanize import duration, iso_time
 
 Row = Mapping[str, Any]
 
 
 def iso(ms: int | None) -> str | None:
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+    return None if ms is None else iso_time(ms)
 
 
 def _judged(row: Row, required: Sequence[str], now: int) -> tuple[str, str | None, int | None]:
@@ -207,9 +205,4 @@ def text(report: Mapping[str, Any]) -> str:
 
 
 def _dur(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
-        if ms >= size:
-            return f"{ms / size:.1f}{unit}"
-    return f"{ms}ms"
+    return "-" if ms is None else duration(ms)
