@@ -201,6 +201,8 @@ class Compactor:
             "manifest": manifest_dir(self.config),
             # Each segment reduced in its task to what can still win (the merge reduces across).
             "compaction": Rankings.of(self.config).to_json(),
+            # Each segment's summary row: its end offset, valid bytes and error for the merge.
+            "summaries": "true",
             # The source opens roots and manifest with the storage settings.
             **self.config.storage.hadoop,
         }
