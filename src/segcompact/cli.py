@@ -78,7 +78,7 @@ def _load(path: str, *, writes: bool = False) -> CompactorConfig:
         from segcompact.erasure.schedule import smallest_sla_ms
 
         if smallest_sla_ms(config) is not None:
-            ledger_secret()
+            ledger_secret(config.state.ledger_secret_file)
     return config
 
 
@@ -419,7 +419,7 @@ def _verify_erasure(args: argparse.Namespace) -> int:
     from segcompact.erasure.scan import scan_for_key
     from segcompact.table_sql import open_sql
 
-    secret = ledger_secret()
+    secret = ledger_secret(config.state.ledger_secret_file)
     for section, name, table in LOCATION_KEYS:
         location = getattr(getattr(config, section), name)
         if table and is_table_name(location):

@@ -68,7 +68,11 @@ class Compactor:
             SparkMetrics(spark) if metrics is not None and config.metrics.spark else None
         )
         # Checked before anything starts: a topic with an SLA needs the ledger's secret.
-        secret = ledger_secret() if smallest_sla_ms(config) is not None else None
+        secret = (
+            ledger_secret(config.state.ledger_secret_file)
+            if smallest_sla_ms(config) is not None
+            else None
+        )
         self.tables = Tables.of(config)
         with timed(log, "tables"):
             self.tables.ensure(spark)
