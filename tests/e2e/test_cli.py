@@ -285,7 +285,7 @@ def test_demo_ends_with_materialised_segments_and_says_where(
         text=True,
         check=False,
     )
-    assert shell.returncode == 0 and "sessions-1" in shell.stdout, shell.stderr
+    assert shell.returncode == 0 and "sessions" in shell.stdout, shell.stderr
     # The SLA report of "sessions": both partitions have deletes, none breached yet.
     report = proc.stdout[proc.stdout.index("deletion SLA") :]
     assert "sessions-0" in report and "sessions-1" in report and "breaches:" not in report

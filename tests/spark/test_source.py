@@ -518,6 +518,7 @@ def test_options_parse_paths_and_defaults(tmp_path: Path, monkeypatch: pytest.Mo
     assert opts.rolled_only is True
     assert opts.max_segments_per_trigger is None
     assert opts.manifest is None  # no default: nothing lands in the working directory
+    assert opts.summaries is False  # records only unless asked
     named = SourceOptions.from_options({"path": "c", "manifest": "m"})
     assert named.manifest == str(tmp_path / "m")
 
@@ -526,6 +527,7 @@ def test_options_parse_paths_and_defaults(tmp_path: Path, monkeypatch: pytest.Mo
         {"paths": '["/x", "/y"]', "ROLLEDONLY": "False", "maxsegmentspertrigger": "7"}
     )
     assert (opts.roots, opts.rolled_only, opts.max_segments_per_trigger) == (("/x", "/y"), False, 7)
+    assert SourceOptions.from_options({"path": "/x", "Summaries": "TRUE"}).summaries is True
 
 
 @pytest.mark.parametrize(
@@ -533,6 +535,10 @@ def test_options_parse_paths_and_defaults(tmp_path: Path, monkeypatch: pytest.Mo
     [
         ({}, "no source root"),
         ({"path": "/x", "rolledOnly": "yes"}, r"option rolledOnly: 'yes' is not allowed"),
+        (
+            {"path": "/x", "summaries": "1"},
+            r"option summaries: '1' is not allowed \(true or false\)",
+        ),
         ({"path": "/x", "maxSegmentsPerTrigger": "0"}, "a positive integer"),
         ({"path": "/x", "maxSegmentsPerTrigger": "many"}, "a positive integer"),
         ({"paths": "[oops"}, "not a JSON array"),
