@@ -138,7 +138,8 @@ def _run(
             print(f"  {name}: not materialised", file=out)
             continue
         logs = sorted(f.name for f in published.files if f.name.endswith(".log"))
-        first_log = first_log or output.join(published.directory, logs[0])
+        # Through the partition's link, which a later version keeps naming the current files.
+        first_log = first_log or output.join(name, logs[0])
         print(
             f"  {output.join(name)}/ -> {published.directory}: version {published.version}, "
             f"{len(logs)} segment(s) with .index and .timeindex, "

@@ -273,11 +273,10 @@ def test_demo_ends_with_materialised_segments_and_says_where(
     assert f"wrote a new ledger secret to {secret} (mode 0600)" in proc.stdout
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600
     # Its next steps, pasted into a new shell (no secret in its environment) where it ran.
-    steps = proc.stdout[proc.stdout.index("next: ") :].splitlines()
-    assert steps[0] == f"next: cd {work}"
-    status = next(line.strip() for line in steps if " status --config " in line)
+    steps = [line[6:] for line in proc.stdout[proc.stdout.index("next: ") :].splitlines()]
+    assert steps[0] == f"cd {work}" and len(steps) == 4  # then status, sla and dump
     shell = subprocess.run(
-        f"cd {work} && {status}",
+        " && ".join(steps),
         shell=True,
         cwd=tmp_path,
         env={k: v for k, v in cli_env().items() if k != SECRET_VARIABLE},
@@ -285,7 +284,9 @@ def test_demo_ends_with_materialised_segments_and_says_where(
         text=True,
         check=False,
     )
-    assert shell.returncode == 0 and "sessions" in shell.stdout, shell.stderr
+    assert shell.returncode == 0, shell.stderr
+    assert "sessions" in shell.stdout and "Dumping " in shell.stdout
+    assert (work / "sla.html").stat().st_size > 0
     # The SLA report of "sessions": both partitions have deletes, none breached yet.
     report = proc.stdout[proc.stdout.index("deletion SLA") :]
     assert "sessions-0" in report and "sessions-1" in report and "breaches:" not in report
