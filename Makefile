@@ -65,11 +65,10 @@ $(KAFKA_JARS): jvm/kafka/pom.xml
 	  -DoutputDirectory=$(abspath .jars/kafka) -DincludeScope=runtime
 	touch $@
 
-# The demo's config gives one topic a deletion SLA, whose ledger needs a secret: a throwaway
-# one for the demo only, unless one is set.
+# The demo's config gives one topic a deletion SLA, whose ledger needs a secret: the demo
+# writes a random one into data/ledger.secret (the file conf/compactor.toml names) if missing.
 demo: setup
-	SEGCOMPACT_LEDGER_SECRET="$${SEGCOMPACT_LEDGER_SECRET:-demo-only-secret-not-for-production}" \
-	  $(BIN)/segcompact demo
+	$(BIN)/segcompact demo
 
 # The SLA page's test opens it in a real headless browser. Debian's chromium, not Playwright's
 # own download: that fetches a browser build from outside the package registries.

@@ -77,7 +77,7 @@ def _load(path: str, *, writes: bool = False) -> CompactorConfig:
         from segcompact.erasure.schedule import smallest_sla_ms
 
         if smallest_sla_ms(config) is not None:
-            ledger_secret()
+            ledger_secret(config.state.ledger_secret_file)
     return config
 
 
@@ -465,7 +465,7 @@ def _verify_erasure(args: argparse.Namespace) -> int:
     from segcompact.erasure.scan import scan_for_key
     from segcompact.table_sql import open_sql
 
-    secret = ledger_secret()
+    secret = ledger_secret(config.state.ledger_secret_file)
     for section, name, table in LOCATION_KEYS:
         location = getattr(getattr(config, section), name)
         if table and is_table_name(location):
@@ -546,8 +546,19 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version() -> str:
+    """The installed distribution's version; "unknown" when segcompact runs uninstalled."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("segcompact")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="segcompact", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--version", action="version", version=f"segcompact {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = commands.add_parser(

@@ -2,13 +2,19 @@
 
 The samples go where the config's source points (``data/segments``), so after the demo
 ``segcompact run --config conf/compactor.toml`` and ``segcompact status`` work on them too.
-``--workdir D`` puts everything the config names under ``D`` instead.
+``--workdir D`` puts everything the config names under ``D`` instead. A topic with a deletion
+SLA needs the ledger's secret: unless ``SEGCOMPACT_LEDGER_SECRET`` is set, the demo writes a
+random one into the file ``[state] ledger_secret_file`` names (``data/ledger.secret``, mode
+0600) when it is missing, so that the commands it prints work in a new shell.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import shlex
 import shutil
+import sys
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -77,16 +83,29 @@ def run_demo(
     config = load_config(config_path)
     if workdir is not None:
         config = config.with_base_dir(Path(workdir).resolve())
-    from segcompact.erasure.keyhash import ledger_secret
+    from segcompact.erasure.keyhash import SECRET_VARIABLE, ledger_secret, write_secret_file
     from segcompact.erasure.schedule import smallest_sla_ms
 
-    if smallest_sla_ms(config) is not None:
-        ledger_secret()  # before anything is written or started
+    if smallest_sla_ms(config) is not None:  # before anything else is written or started
+        secret_file = config.state.ledger_secret_file
+        if (
+            secret_file is not None
+            and not os.environ.get(SECRET_VARIABLE)
+            and write_secret_file(secret_file)
+        ):
+            print(f"wrote a new ledger secret to {secret_file} (mode 0600)", file=out)
+        ledger_secret(secret_file)
     with job_lease(config, "demo"):  # no other job writes these, nor loses them to reset
-        _run(config, config_path, out, jvm_output)
+        _run(config, config_path, workdir, out, jvm_output)
 
 
-def _run(config: CompactorConfig, config_path: str, out: TextIO, jvm_output: str | None) -> None:
+def _run(
+    config: CompactorConfig,
+    config_path: str,
+    workdir: str | None,
+    out: TextIO,
+    jvm_output: str | None,
+) -> None:
     from segcompact.clock import job_clock
     from segcompact.spark.job import Compactor
     from segcompact.spark.session import config_settings, get_spark
@@ -119,7 +138,8 @@ def _run(config: CompactorConfig, config_path: str, out: TextIO, jvm_output: str
             print(f"  {name}: not materialised", file=out)
             continue
         logs = sorted(f.name for f in published.files if f.name.endswith(".log"))
-        first_log = first_log or output.join(published.directory, logs[0])
+        # Through the partition's link, which a later version keeps naming the current files.
+        first_log = first_log or output.join(name, logs[0])
         print(
             f"  {output.join(name)}/ -> {published.directory}: version {published.version}, "
             f"{len(logs)} segment(s) with .index and .timeindex, "
@@ -127,10 +147,35 @@ def _run(config: CompactorConfig, config_path: str, out: TextIO, jvm_output: str
             file=out,
         )
     _sla_report(compactor, config, config_path, out)
-    print(f"next: segcompact status --config {config_path}", file=out)
-    print(f"      segcompact sla --config {config_path} --format html --output sla.html", file=out)
+    for i, line in enumerate(next_steps(config_path, workdir, first_log)):
+        print(f"{'next:' if i == 0 else '     '} {line}", file=out)
+
+
+def next_steps(config_path: str, workdir: str | None, first_log: str | None) -> list[str]:
+    """Commands to paste into a new shell opened where the demo ran. With ``--workdir``, they
+    run in that folder (the config's relative paths name its files there), with absolute paths."""
+    cli = segcompact_command(absolute=workdir is not None)
+    config = shlex.quote(config_path if workdir is None else os.path.abspath(config_path))
+    steps = [] if workdir is None else [f"cd {shlex.quote(os.path.abspath(workdir))}"]
+    steps += [
+        f"{cli} status --config {config}",
+        f"{cli} sla --config {config} --format html --output sla.html",
+    ]
     if first_log is not None:
-        print(f"      segcompact dump {first_log} --print-data-log", file=out)
+        steps.append(f"{cli} dump {shlex.quote(first_log)} --print-data-log")
+    return steps
+
+
+def segcompact_command(*, absolute: bool) -> str:
+    """How a shell runs this segcompact: the ``segcompact`` script beside the running Python
+    (``.venv/bin/segcompact`` from the repository root), else that Python with ``-m``."""
+    script = os.path.join(os.path.dirname(sys.executable), "segcompact")
+    if not os.path.isfile(script):
+        return f"{shlex.quote(sys.executable)} -m segcompact.cli"
+    relative = os.path.relpath(script)
+    if absolute or relative.startswith(os.pardir):
+        return shlex.quote(os.path.abspath(script))
+    return shlex.quote(relative if os.sep in relative else os.path.join(os.curdir, relative))
 
 
 def _sla_report(compactor: Any, config: CompactorConfig, config_path: str, out: TextIO) -> None:

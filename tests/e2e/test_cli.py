@@ -6,7 +6,9 @@ import json
 import os
 import re
 import socket
+import stat
 import subprocess
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +21,7 @@ from tqdm import tqdm
 
 from segcompact.compaction.model import ReferenceModel
 from segcompact.config import CompactorConfig, load_config
+from segcompact.demo import next_steps, segcompact_command
 from segcompact.erasure.keyhash import SECRET_VARIABLE
 from segcompact.format.segment import SegmentReader
 from segcompact.lease import job_lease
@@ -27,6 +30,7 @@ from tests.e2e.harness import (
     RETENTION_MS,
     Log,
     check_horizons,
+    cli_env,
     model_of,
     model_output,
     model_pending,
@@ -269,18 +273,22 @@ def test_demo_ends_with_materialised_segments_and_says_where(
     tmp_path: Path, spark_conf_dir: Path
 ) -> None:
     config = Path(__file__).resolve().parents[2] / "conf" / "compactor.toml"
+    work = tmp_path / "work"
     proc = run_cli(
         "demo",
         "--config",
         config,
         "--workdir",
-        tmp_path,
+        work,
         cwd=tmp_path,
         spark_conf_dir=spark_conf_dir,
-        env={SECRET_VARIABLE: "the demo test's secret"},
+        env={SECRET_VARIABLE: ""},  # the secret is the file the config names, made by the demo
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stderr == ""  # Spark's log lines and the JVM's warnings go to a file
+    secret = work / "data" / "ledger.secret"
+    assert f"wrote a new ledger secret to {secret} (mode 0600)" in proc.stdout
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
     # "sessions" has a 10-minute SLA: the demo erases what is pending at once (purge --force),
     # so its report has completed erasures, every one in time.
     rounds = re.search(r"erasure \(purge --force\): (\d+) round\(s\) completed", proc.stdout)
@@ -289,15 +297,25 @@ def test_demo_ends_with_materialised_segments_and_says_where(
     assert "sessions-0" in report and "sessions-1" in report and "breaches:" not in report
     summary = re.search(r"(\d+) of (\d+) met \(.*\), (\d+) pending, 0 breached", report)
     assert summary is not None and int(summary.group(1)) >= 1, report
-    # Its HTML report, as the demo's `next:` line has it, draws them.
-    page = tmp_path / "sla.html"
-    sla = ("sla", "--config", config, "--format", "html", "--output", page)
-    done = run_cli(*sla, cwd=tmp_path, env={SECRET_VARIABLE: "the demo test's secret"})
-    assert done.returncode == 0, done.stderr
-    html = page.read_text(encoding="utf-8")
+    # Its next steps, pasted into a new shell (no secret in its environment) where it ran.
+    steps = [line[6:] for line in proc.stdout[proc.stdout.index("next: ") :].splitlines()]
+    assert steps[0] == f"cd {work}" and len(steps) == 4  # then status, sla and dump
+    shell = subprocess.run(
+        " && ".join(steps),
+        shell=True,
+        cwd=tmp_path,
+        env={k: v for k, v in cli_env().items() if k != SECRET_VARIABLE},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert shell.returncode == 0, shell.stderr
+    assert "sessions" in shell.stdout and "Dumping " in shell.stdout
+    # The HTML report the printed sla step wrote draws the completed erasures.
+    html = (work / "sla.html").read_text(encoding="utf-8")
     assert html.count('<circle class="mark"') >= 1 and "mark breached" not in html
     assert "deadline of sessions: 10 min" in html and f"{config}" in html
-    compacted = tmp_path / "data" / "compacted"
+    compacted = work / "data" / "compacted"
     partitions = sorted(p for p in compacted.iterdir() if not p.name.startswith("."))
     assert len(partitions) == 10  # the five topics of conf/compactor.toml, two partitions each
     for directory in partitions:
@@ -306,6 +324,35 @@ def test_demo_ends_with_materialised_segments_and_says_where(
         assert any(batch.records_count for batch in SegmentReader(LocalInputFile(log)))
         assert log.with_suffix(".index").exists() and log.with_suffix(".timeindex").exists()
     assert f"segcompact dump {compacted}/" in proc.stdout
+
+
+def test_version_is_one_line_and_exit_0(tmp_path: Path) -> None:
+    result = run_cli("--version", cwd=tmp_path)
+    assert result.returncode == 0 and result.stderr == ""
+    assert re.fullmatch(r"segcompact \d+\.\d+\.\d+\S*\n", result.stdout), result.stdout
+
+
+@pytest.mark.parametrize("where", ["repository", "elsewhere"])
+def test_the_demo_names_a_segcompact_a_new_shell_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """From the folder holding .venv (the repository root after make): .venv/bin/segcompact;
+    from anywhere else, or after a cd, the absolute path."""
+    cwd = Path(sys.executable).parents[2] if where == "repository" else tmp_path
+    monkeypatch.chdir(cwd)
+    command = segcompact_command(absolute=False)
+    if where == "repository":
+        assert command == ".venv/bin/segcompact"
+    else:
+        assert os.path.isabs(command)
+    assert segcompact_command(absolute=True) == str(Path(sys.executable).parent / "segcompact")
+    shell = subprocess.run(
+        f"{command} --version", shell=True, env=cli_env(), capture_output=True, text=True
+    )
+    assert shell.returncode == 0 and shell.stdout.startswith("segcompact "), shell.stderr
+    assert next_steps("conf/compactor.toml", None, None)[0] == (
+        f"{command} status --config conf/compactor.toml"
+    )
 
 
 def test_configs_describe_shows_every_topics_settings_and_sources(tmp_path: Path) -> None:

@@ -145,7 +145,10 @@ class Run:
 
 
 def _available_now(spark: SparkSession, root: Path, checkpoint: Path, **options: str) -> Run:
+    """The rows of an availableNow query, with the summary rows (as the job reads) unless
+    ``summaries="false"``."""
     run = Run()
+    options = {"summaries": "true", **options}
 
     def collect(df: Any, batch_id: int) -> None:
         rows = df.collect()
@@ -457,16 +460,46 @@ def test_a_lost_manifest_is_refused(spark: SparkSession, tmp_path: Path) -> None
         _available_now(spark, root, checkpoint, **options)
 
 
-def test_batch_read(spark: SparkSession, tmp_path: Path) -> None:
-    root, _ = _layout(tmp_path)
+def test_a_plain_batch_read_is_records_only(spark: SparkSession, tmp_path: Path) -> None:
+    root, written = _layout(tmp_path)
 
     df = spark.read.format("kafka-segments").option("paths", str(root)).load()
 
     assert not df.isStreaming
-    rows = df.collect()
-    assert sum(1 for r in rows if r.segment_end) == 3
-    assert sum(1 for r in rows if not r.segment_end) == 5 + 4 + 3
+    rolled = ("orders-0/0", "orders-0/10", "pay-ments-3/0")
+    assert df.count() == sum(len(written[s]) for s in rolled) == 5 + 4 + 3
+    assert df.where("segment_end").count() == 0
     assert not (tmp_path / "manifest").exists()
+
+
+def test_the_summaries_option_adds_a_row_per_segment(spark: SparkSession, tmp_path: Path) -> None:
+    root, _ = _layout(tmp_path)
+
+    df = spark.read.format("kafka-segments").option("summaries", "true").load(str(root))
+
+    rows = df.collect()
+    assert sorted(_short(r.segment) for r in rows if r.segment_end) == [
+        f"{p}/{base:020d}.log"
+        for p, base in (("orders-0", 0), ("orders-0", 10), ("pay-ments-3", 0))
+    ]
+    assert sum(1 for r in rows if not r.segment_end) == 5 + 4 + 3
+
+
+def test_a_plain_stream_is_records_only(spark: SparkSession, tmp_path: Path) -> None:
+    root, _ = _layout(tmp_path)
+
+    run = _available_now(spark, root, tmp_path / "cp", summaries="false", **_manifest(tmp_path))
+
+    assert len(run.rows) == 5 + 4 + 3 and run.summaries == {}
+
+
+def test_any_session_finds_the_source_without_register(spark: SparkSession, tmp_path: Path) -> None:
+    """Spark registers ``pyspark_segcompact.DefaultSource`` by itself (SPARK-45917): a new
+    session, which shares none of this module's ``register(spark)``, reads the format."""
+    root, _ = _layout(tmp_path)
+    fresh = spark.newSession()
+
+    assert fresh.read.format("kafka-segments").load(str(root)).count() == 5 + 4 + 3
 
 
 def test_batch_read_of_nothing(spark: SparkSession, tmp_path: Path) -> None:
@@ -485,6 +518,7 @@ def test_options_parse_paths_and_defaults(tmp_path: Path, monkeypatch: pytest.Mo
     assert opts.rolled_only is True
     assert opts.max_segments_per_trigger is None
     assert opts.manifest is None  # no default: nothing lands in the working directory
+    assert opts.summaries is False  # records only unless asked
     named = SourceOptions.from_options({"path": "c", "manifest": "m"})
     assert named.manifest == str(tmp_path / "m")
 
@@ -493,6 +527,7 @@ def test_options_parse_paths_and_defaults(tmp_path: Path, monkeypatch: pytest.Mo
         {"paths": '["/x", "/y"]', "ROLLEDONLY": "False", "maxsegmentspertrigger": "7"}
     )
     assert (opts.roots, opts.rolled_only, opts.max_segments_per_trigger) == (("/x", "/y"), False, 7)
+    assert SourceOptions.from_options({"path": "/x", "Summaries": "TRUE"}).summaries is True
 
 
 @pytest.mark.parametrize(
@@ -500,6 +535,10 @@ def test_options_parse_paths_and_defaults(tmp_path: Path, monkeypatch: pytest.Mo
     [
         ({}, "no source root"),
         ({"path": "/x", "rolledOnly": "yes"}, r"option rolledOnly: 'yes' is not allowed"),
+        (
+            {"path": "/x", "summaries": "1"},
+            r"option summaries: '1' is not allowed \(true or false\)",
+        ),
         ({"path": "/x", "maxSegmentsPerTrigger": "0"}, "a positive integer"),
         ({"path": "/x", "maxSegmentsPerTrigger": "many"}, "a positive integer"),
         ({"paths": "[oops"}, "not a JSON array"),

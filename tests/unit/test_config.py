@@ -147,6 +147,20 @@ REJECTED: list[tuple[str, dict[str, Any], str, str | None, str]] = [
     # [state], [output], [stream]
     ("table-empty", {**SOURCE, "state": {"table": ""}}, "[state] table", '""', "non-empty"),
     ("table-int", {**SOURCE, "state": {"ledger_table": 5}}, "[state] ledger_table", "5", "string"),
+    (
+        "secret-file-uri",
+        {**SOURCE, "state": {"ledger_secret_file": "s3a://b/secret"}},
+        "[state] ledger_secret_file",
+        '"s3a://b/secret"',
+        "expected a local file path (not a URI)",
+    ),
+    (
+        "secret-file-empty",
+        {**SOURCE, "state": {"ledger_secret_file": ""}},
+        "[state] ledger_secret_file",
+        '""',
+        "expected a local file path",
+    ),
     ("output-bool", {**SOURCE, "output": {"path": False}}, "[output] path", "false", "string"),
     (
         "interval-no-unit",
@@ -513,7 +527,9 @@ def test_default_conf_file_loads_as_designed() -> None:
     cfg = load_config(REPO / "conf" / "compactor.toml")
     assert cfg.source == SourceConfig(paths=("data/segments",), rolled_only=True)
     # The demo's: its `purge --force` completes an erasure at once.
-    assert cfg.state == StateConfig(table="data/state", deleted_file_retention_ms=0)
+    assert cfg.state == StateConfig(
+        table="data/state", deleted_file_retention_ms=0, ledger_secret_file="data/ledger.secret"
+    )
     assert cfg.output.path == "data/compacted"
     assert cfg.stream == StreamConfig(checkpoint="checkpoints/segcompact")
     assert cfg.stream.trigger_interval == "10 seconds"
@@ -793,6 +809,11 @@ def test_with_base_dir_pins_only_relative_local_paths(tmp_path: Path) -> None:
     assert cfg.state.pending_table == "main.segcompact.state_pending_txn"
     assert cfg.output.path == "/abs/out"
     assert cfg.stream.checkpoint == str(tmp_path / "checkpoints/segcompact")
+    assert cfg.state.ledger_secret_file is None
+    secret = config(state={"ledger_secret_file": "data/ledger.secret"}).with_base_dir(tmp_path)
+    assert secret.state.ledger_secret_file == str(tmp_path / "data/ledger.secret")
+    pinned = config(state={"ledger_secret_file": "/etc/segcompact/secret"}).with_base_dir(tmp_path)
+    assert pinned.state.ledger_secret_file == "/etc/segcompact/secret"
 
 
 @pytest.mark.parametrize(

@@ -132,7 +132,7 @@ def test_key_hash_is_an_hmac_of_length_prefixed_fields() -> None:
 
 def test_the_secret_must_be_set_and_long_enough() -> None:
     with pytest.raises(ConfigError, match=f"{SECRET_VARIABLE} is not set"):
-        ledger_secret({})
+        ledger_secret(environ={})
     with pytest.raises(ConfigError, match="has 5 bytes"):
-        ledger_secret({SECRET_VARIABLE: "short"})
-    assert ledger_secret({SECRET_VARIABLE: "x" * 16}) == b"x" * 16
+        ledger_secret(environ={SECRET_VARIABLE: "short"})
+    assert ledger_secret(environ={SECRET_VARIABLE: "x" * 16}) == b"x" * 16

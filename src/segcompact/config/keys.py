@@ -67,6 +67,7 @@ SECTIONS: dict[str, dict[str, Key]] = {
         Key("pending_table", "pending_table", v.text),
         Key("young_table", "young_table", v.text),
         Key("ledger_table", "ledger_table", v.text),
+        Key("ledger_secret_file", "ledger_secret_file", v.local_path),
         Key("deleted_file_retention_ms", "deleted_file_retention_ms", v.integer(0, LONG_MAX)),
     ),
     "output": _keys(Key("path", "path", v.text, required=True)),

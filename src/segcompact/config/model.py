@@ -106,6 +106,9 @@ class StateConfig:
     pending_table: str = ""  # records of transactions still undecided
     young_table: str = ""  # records younger than min.compaction.lag.ms, kept raw
     ledger_table: str = ""  # deletion ledger for the GDPR SLA
+    # A local file holding the ledger's secret (segcompact.erasure.keyhash), for when
+    # SEGCOMPACT_LEDGER_SECRET is not set; a local path, resolved as the locations are.
+    ledger_secret_file: str | None = None
     # delta.deletedFileRetentionDuration of every table; None: derived from the smallest SLA.
     deleted_file_retention_ms: int | None = None
 
@@ -256,6 +259,9 @@ class CompactorConfig:
                 pending_table=loc(self.state.pending_table, table=True),
                 young_table=loc(self.state.young_table, table=True),
                 ledger_table=loc(self.state.ledger_table, table=True),
+                ledger_secret_file=None
+                if self.state.ledger_secret_file is None
+                else os.path.join(base_dir, self.state.ledger_secret_file),
             ),
             output=OutputConfig(path=loc(self.output.path)),
             stream=dataclasses.replace(self.stream, checkpoint=loc(self.stream.checkpoint)),

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from typing import TypeVar
 
+from segcompact.config.locations import is_uri
 from segcompact.config.model import LONG_MAX, ChoiceEnum
 from segcompact.format.attributes import Compression
 
@@ -71,6 +72,13 @@ def boolean(value: object) -> bool:
 def text(value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise Invalid("expected a non-empty string")
+    return value
+
+
+def local_path(value: object) -> str:
+    """A path on the machine segcompact runs on (a file it reads itself, not through Spark)."""
+    if not isinstance(value, str) or not value.strip() or is_uri(value):
+        raise Invalid("expected a local file path (not a URI)")
     return value
 
 

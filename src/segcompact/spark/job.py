@@ -70,7 +70,11 @@ class Compactor:
             SparkMetrics(spark) if metrics is not None and config.metrics.spark else None
         )
         # Checked before anything starts: a topic with an SLA needs the ledger's secret.
-        secret = ledger_secret() if smallest_sla_ms(config) is not None else None
+        secret = (
+            ledger_secret(config.state.ledger_secret_file)
+            if smallest_sla_ms(config) is not None
+            else None
+        )
         self.tables = Tables.of(config)
         with timed(log, "tables"):
             self.tables.ensure(spark)
@@ -208,6 +212,8 @@ class Compactor:
             "manifest": manifest_dir(self.config),
             # Each segment reduced in its task to what can still win (the merge reduces across).
             "compaction": Rankings.of(self.config).to_json(),
+            # Each segment's summary row: its end offset, valid bytes and error for the merge.
+            "summaries": "true",
             # The source opens roots and manifest with the storage settings.
             **self.config.storage.hadoop,
         }

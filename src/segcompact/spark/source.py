@@ -1,8 +1,9 @@
 """The ``kafka-segments`` data source: Kafka segment files as a Spark (streaming) DataFrame.
 
-Usage::
+Usage (installing segcompact registers the source in every session, through the
+``pyspark_segcompact`` package Spark looks up; :func:`register` does it by hand where that
+lookup cannot see the package)::
 
-    register(spark)
     df = (spark.readStream.format("kafka-segments")
           .option("paths", "/data/kafka-logs,/mnt/archive")   # or .load("/data/kafka-logs")
           .option("rolledOnly", "true")
@@ -15,6 +16,7 @@ Options (names are case-insensitive, as for every Spark source):
 - ``paths``: comma-separated roots in Kafka log-dir layout (a JSON array also works, which is
   what ``load([...])`` passes); ``path`` (from ``load(path)``) is added to them.
 - ``rolledOnly`` [true]: leave out the active (highest) segment of each partition directory.
+- ``summaries`` [false]: also one summary row per segment (below); without it, records only.
 - ``manifest``: the directory of the segment manifest (see :mod:`segcompact.manifest`),
   required by a streaming read (a batch read keeps none): one per query, beside its
   checkpoint, as the compactor's job keeps it. Nothing is made in a directory the query did not
@@ -44,7 +46,8 @@ Options (names are case-insensitive, as for every Spark source):
 One row per record with the columns of :data:`segcompact.format.arrow.SCHEMA` (Spark Kafka
 source names and types for the shared ones), then ``segment`` (the file), ``segment_base``,
 ``segment_end``, ``segment_bytes``, ``error``, ``folded_records``, ``one_per_key`` and
-``reduced_segments``. After a segment's records comes one summary row (``segment_end`` true):
+``reduced_segments`` (on a record: its segment's base, ``segment_end`` false, the others null).
+With ``summaries``, after a segment's records comes one summary row (``segment_end`` true):
 ``offset`` and ``batch_last_offset`` are the segment's last offset (-1 when it has no batch),
 ``batch_base_offset`` its base offset (from the file name), ``segment_bytes`` the bytes read as
 valid, ``error`` a one-line reason when the segment is corrupt or gone; key and value are null,
@@ -145,6 +148,7 @@ class SourceOptions:
     max_reduced_bytes: int = DEFAULT_MAX_REDUCED_BYTES
     storage: Storage = field(default_factory=Storage)
     rankings: Rankings | None = None  # the ``compaction`` option: reduce in the task
+    summaries: bool = False  # a summary row per segment after the records
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -163,6 +167,7 @@ class SourceOptions:
             max_reduced_bytes=_positive(opts, "maxReducedBytes") or DEFAULT_MAX_REDUCED_BYTES,
             storage=Storage({k: v for k, v in opts.items() if k.startswith("fs.")}),
             rankings=_rankings(opts),
+            summaries=_bool(opts, "summaries", False),
         )
 
     def tasks(self, segments: Iterable[ManifestEntry]) -> list[SegmentTask]:
@@ -288,6 +293,7 @@ def read_task(task: InputPartition, options: SourceOptions) -> Iterator[pa.Recor
             chunk_bytes=options.chunk_bytes,
             storage=options.storage,
             rankings=options.rankings,
+            summaries=options.summaries,
         )
 
 
@@ -315,9 +321,10 @@ def read_segments(
     chunk_bytes: int,
     storage: Storage,
     rankings: Rankings | None = None,
+    summaries: bool = True,
 ) -> Iterator[pa.RecordBatch]:
     """The records of one partition's consecutive segments as Arrow batches (reduced together
-    under ``rankings``, if given, as one log), then a summary row per segment.
+    under ``rankings``, if given, as one log), then, if ``summaries``, a summary row per segment.
 
     Corruption, a vanished file and one that cannot be read (no permission, not a file) end up
     in that segment's summary row's ``error`` and the next segment is read; other I/O errors
@@ -370,7 +377,7 @@ def read_segments(
         else:
             ends.append((reader.last_offset, reader.valid_bytes, failure))
         counts.append(read)
-        if reducer is None:  # the plain stream: each summary right after its records
+        if reducer is None and summaries:  # the plain stream: each right after its records
             yield _summary(part, *ends.pop())
     if reducer is not None:
         for rows in reducer.finish():
@@ -392,7 +399,7 @@ def read_segments(
                     ends[i] = (-1, 0, _unreadable(part, e))
                 # What cannot be read again leaves nothing (nor is the run then one per key).
                 reducer.skip(left)
-        for i, (part, end) in enumerate(zip(parts, ends, strict=True)):
+        for i, (part, end) in enumerate(zip(parts, ends, strict=True) if summaries else ()):
             yield _summary(part, *end, reducer, together=len(parts), figures=i == len(parts) - 1)
 
 
@@ -595,5 +602,6 @@ class KafkaSegmentsDataSource(DataSource):
 
 
 def register(spark: SparkSession) -> None:
-    """Make ``format("kafka-segments")`` available in ``spark``."""
+    """Make ``format("kafka-segments")`` available in ``spark`` where Spark's own lookup of
+    ``pyspark_segcompact`` does not see it (segcompact on the driver's path only)."""
     spark.dataSource.register(KafkaSegmentsDataSource)
