@@ -412,10 +412,12 @@ def _verify_erasure(args: argparse.Namespace) -> int:
             raise UsageError(f"--key-b64 {args.key_b64!r}: not base64") from None
     else:
         key = args.key.encode()
+    from segcompact.clock import job_clock
     from segcompact.config import is_table_name
     from segcompact.config.model import LOCATION_KEYS
     from segcompact.erasure.keyhash import key_hash, ledger_secret
     from segcompact.erasure.ledger_reads import key_rows, key_views, partition_known
+    from segcompact.erasure.report import iso
     from segcompact.erasure.scan import scan_for_key
     from segcompact.erasure.verdict import proof, text
     from segcompact.table_sql import open_sql
@@ -453,6 +455,7 @@ def _verify_erasure(args: argparse.Namespace) -> int:
         topic=args.topic,
         partition=args.partition,
         key_hash=hashed,
+        now=iso(job_clock().now_ms()),
         current=rows.current,
         ledger=rows.ledger,
         found=[dataclasses.asdict(f) for f in result.found],

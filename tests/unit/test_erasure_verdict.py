@@ -27,6 +27,7 @@ DELETED_AT = "2026-11-27T10:00:00.000Z"
 DEADLINE = "2026-11-28T10:00:00.000Z"
 COMPLETED = "2026-11-27T16:00:00.000Z"
 HORIZON = "2026-11-29T10:00:00.000Z"
+NOW = "2026-11-27T18:00:00.000Z"
 
 
 def _row(offset: int, *, completed: bool) -> dict[str, Any]:
@@ -93,6 +94,14 @@ CASES: dict[
         PENDING,
         False,
         [DELETED_AT, f"due by {DEADLINE}", "2 places still hold"],
+    ),
+    "pending, overdue": (
+        Held(3, tombstone=True),
+        [{**_row(3, completed=False), "deadline": "2026-11-27T12:00:00.000Z"}],
+        [_found("table")],
+        PENDING,
+        False,
+        ["was due by 2026-11-27T12:00:00.000Z: overdue"],
     ),
     "pending though the ledger says done": (
         Held(3, tombstone=True),
@@ -161,6 +170,7 @@ def _proof(current: Held | None, ledger: list[Any], found: list[Any]) -> dict[st
         topic="users",
         partition=0,
         key_hash="4eb8" * 16,
+        now=NOW,
         current=current,
         ledger=ledger,
         found=found,
@@ -185,9 +195,10 @@ def test_each_verdict_is_said_the_same_in_json_and_text(case: str) -> None:
         assert f"{f['location']}: {f['detail']}" in said
     assert "upstream (not owned): /kafka/users-0/0.log" in said
     assert "note: a note" in said
+    assert lines[-1] == f"  checked at {NOW}" and as_json["checked_at"] == NOW
     for row in ledger:
         done = f"completed {row['completed_at']}" if "completed_at" in row else "not completed"
-        assert f"offset {row['offset']}: deleted {DELETED_AT}, deadline {DEADLINE}" in said
+        assert f"offset {row['offset']}: deleted {DELETED_AT}, deadline {row['deadline']}" in said
         assert f"{done}, {row['status']}" in said
 
 
@@ -229,7 +240,7 @@ _FOUND = st.lists(
 def test_a_verdict_is_proven_only_when_nothing_else_is_held(
     current: Held | None, ledger: list[dict[str, Any]], found: list[dict[str, Any]]
 ) -> None:
-    verdict = decide(current, ledger, found)
+    verdict = decide(current, ledger, found, NOW)
     assert verdict.name in VERDICTS
     if verdict.proven:
         assert found == [], "a copy, or a file not read, was found: nothing is proven"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, overload
 
 from segcompact.erasure.schedule import (
     EXPIRED,
@@ -24,6 +24,10 @@ from segcompact.erasure.schedule import (
 Row = Mapping[str, Any]
 
 
+@overload
+def iso(ms: int) -> str: ...
+@overload
+def iso(ms: int | None) -> str | None: ...
 def iso(ms: int | None) -> str | None:
     if ms is None:
         return None

@@ -53,11 +53,11 @@ class Verdict:
     proven: bool  # verify-erasure's exit 0
 
 
-def decide(current: Held | None, ledger: Sequence[Row], found: Sequence[Row]) -> Verdict:
+def decide(current: Held | None, ledger: Sequence[Row], found: Sequence[Row], now: str) -> Verdict:
     """The verdict on a key from its newest row in the tables (``current``), its delete rows in
-    the ledger (times as ISO strings; a missing time is not done yet) and the scan's findings:
-    every copy but the current row's (dicts with a ``kind``), older rows the tables still hold
-    (a state row behind young ones) among them."""
+    the ledger (times as ISO strings like ``now``; a missing time is not done yet) and the
+    scan's findings: every copy but the current row's (dicts with a ``kind``), older rows the
+    tables still hold (a state row behind young ones) among them."""
     held = [f for f in found if f["kind"] != UNREADABLE]
     unread = len(found) - len(held)
     deletions = sorted(ledger, key=lambda r: int(r["offset"]))
@@ -78,7 +78,7 @@ def decide(current: Held | None, ledger: Sequence[Row], found: Sequence[Row]) ->
     deleted = _deleted(current, newest)
     if held:
         return Verdict(
-            PENDING, f"{deleted}; {_due(deletions)}; {_places(held, 'place', 'places')}", False
+            PENDING, f"{deleted}; {_due(deletions, now)}; {_places(held, 'place', 'places')}", False
         )
     if unread:
         return _unknown(deleted, unread)
@@ -116,11 +116,14 @@ def _deleted(current: Held | None, newest: Row | None) -> str:
     return "no current value and no deletion on record"
 
 
-def _due(deletions: Sequence[Row]) -> str:
+def _due(deletions: Sequence[Row], now: str) -> str:
     """When the copies must be gone, by the ledger."""
     open_ = [r for r in deletions if r.get("completed_at") is None]
     if open_:
-        return f"its erasure is due by {min(_at(r, 'deadline') for r in open_)}"
+        deadline = min(_at(r, "deadline") for r in open_)
+        if deadline < now:  # ISO-8601 times of one format order as text
+            return f"its erasure was due by {deadline}: overdue"
+        return f"its erasure is due by {deadline}"
     if deletions:
         done = deletions[-1]
         return f"yet the ledger records its erasure completed at {done['completed_at']}"
@@ -156,6 +159,7 @@ def proof(
     topic: str,
     partition: int,
     key_hash: str,
+    now: str,
     current: Held | None,
     ledger: Sequence[Row],
     found: Sequence[Row],
@@ -163,11 +167,12 @@ def proof(
     notes: Sequence[str],
 ) -> dict[str, Any]:
     """What ``verify-erasure --format json`` prints, and :func:`text` renders."""
-    verdict = decide(current, ledger, found)
+    verdict = decide(current, ledger, found, now)
     return {
         "topic": topic,
         "partition": partition,
         "key_hash": key_hash,
+        "checked_at": now,
         "verdict": verdict.name,
         "proven": verdict.proven,
         "why": verdict.why,
@@ -195,6 +200,7 @@ def text(proof: Mapping[str, Any]) -> str:
     for f in proof["upstream"]:
         lines.append(f"  upstream (not owned): {f['location']}: {f['detail']}")
     lines += [f"  note: {note}" for note in proof["notes"]]
+    lines.append(f"  checked at {proof['checked_at']}")
     return "\n".join(lines)
 
 
