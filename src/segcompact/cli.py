@@ -458,11 +458,14 @@ def _verify_erasure(args: argparse.Namespace) -> int:
             raise UsageError(f"--key-b64 {args.key_b64!r}: not base64") from None
     else:
         key = args.key.encode()
+    from segcompact.clock import job_clock
     from segcompact.config import is_table_name
     from segcompact.config.model import LOCATION_KEYS
     from segcompact.erasure.keyhash import key_hash, ledger_secret
-    from segcompact.erasure.ledger_reads import key_rows, key_views
+    from segcompact.erasure.ledger_reads import key_rows, key_views, partition_known
+    from segcompact.erasure.report import iso
     from segcompact.erasure.scan import scan_for_key
+    from segcompact.erasure.verdict import proof, text
     from segcompact.table_sql import open_sql
 
     secret = ledger_secret(config.state.ledger_secret_file)
@@ -473,9 +476,16 @@ def _verify_erasure(args: argparse.Namespace) -> int:
                 f"[{section}] {name} = {location!r} is a catalog name: verify-erasure reads "
                 "the table's files and needs its path"
             )
-    hashed = key_hash(secret, args.topic, args.partition, key)
+    tp = f"{args.topic}-{args.partition}"
     sql = open_sql(key_views(config), config.storage, lambda: _ensured(config))
-    live, ledger = key_rows(sql, args.topic, args.partition, key, hashed)
+    sources = _upstream(config, {(args.topic, args.partition)})
+    if not sources and not partition_known(sql, args.topic, args.partition):
+        raise UsageError(
+            f"{tp}: no such topic-partition: no row of it in the state, partitions or ledger "
+            f"table, and no {tp} directory in [source] paths"
+        )
+    hashed = key_hash(secret, args.topic, args.partition, key)
+    rows = key_rows(sql, args.topic, args.partition, key, hashed)
     result = scan_for_key(
         tables=list(config.state.tables()),
         outputs=[config.output.path],
@@ -484,35 +494,22 @@ def _verify_erasure(args: argparse.Namespace) -> int:
         topic=args.topic,
         partition=args.partition,
         key=key,
-        live_offsets=live,
+        live_offsets=() if rows.current is None else (rows.current.offset,),
         storage=config.storage,
     )
-    proof = {
-        "erased": result.erased,
-        "key_hash": hashed,
-        "live_offsets": sorted(live),
-        "found": [dataclasses.asdict(f) for f in result.found],
-        "ledger": ledger,
-        "upstream": [dataclasses.asdict(f) for f in result.upstream],
-        "notes": result.notes,
-    }
-    if args.format == "json":
-        print(json.dumps(proof, indent=2, default=str))
-    else:
-        verdict = "erased" if result.erased else "NOT erased"
-        print(f"{args.topic}-{args.partition} key {hashed[:16]}…: {verdict}")
-        for f in result.found:
-            print(f"  found: {f.kind} {f.location}: {f.detail}")
-        for f in result.upstream:
-            print(f"  upstream (not owned): {f.location}: {f.detail}")
-        for row in ledger:
-            print(
-                f"  ledger: offset {row['offset']} {row['status']}, deadline {row['deadline']}, "
-                f"completed {row['completed_at']}"
-            )
-        for note in result.notes:
-            print(f"  note: {note}")
-    return 0 if result.erased else EXIT_DATA
+    shown = proof(
+        topic=args.topic,
+        partition=args.partition,
+        key_hash=hashed,
+        now=iso(job_clock().now_ms()),
+        current=rows.current,
+        ledger=rows.ledger,
+        found=[dataclasses.asdict(f) for f in result.found],
+        upstream=[dataclasses.asdict(f) for f in result.upstream],
+        notes=result.notes,
+    )
+    print(json.dumps(shown, indent=2, default=str) if args.format == "json" else text(shown))
+    return 0 if shown["proven"] else EXIT_DATA
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -653,7 +650,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", metavar="P", help="write the report here instead of stdout")
     p.set_defaults(func=_sla)
 
-    p = commands.add_parser("verify-erasure", help="prove one key's old values are gone")
+    p = commands.add_parser(
+        "verify-erasure", help="one key's verdict: erased, pending, live, never seen or unknown"
+    )
     p.add_argument("--config", required=True, metavar="F")
     p.add_argument("--topic", required=True, metavar="T")
     p.add_argument("--partition", required=True, type=int, metavar="P")

@@ -313,7 +313,7 @@ def human(out: dict[str, Any], file: TextIO) -> None:
                     f"{b['completed_at']}, stage {b['breach_stage']}{why}"
                 )
     for v in out["verified"]:
-        verdict = "erased" if v["erased"] else "NOT erased"
+        verdict = v["verdict"]
         say(
             f"  verify-erasure {TOPIC}-{v['partition']} {v['key']}: {verdict} (exit "
             f"{v['exit']}; ledger: {', '.join(v['ledger']) or '-'}; still found: {v['found']})"
@@ -471,14 +471,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             proof = json.loads(stdout)
         except ValueError:
-            proof = {"erased": False, "found": [], "ledger": [], "error": stderr.strip()[-2000:]}
+            proof = {"verdict": None, "found": [], "ledger": [], "error": stderr.strip()[-2000:]}
         hashed = key_hash(secret.encode(), TOPIC, p, key.encode())
         verified.append(
             {
                 "partition": p,
                 "key": key,
                 "exit": code,
-                "erased": code == 0 and proof.get("erased") is True,
+                "verdict": proof.get("verdict"),
+                "erased": code == 0 and proof.get("verdict") == "erased",
                 "found": len(proof.get("found", [])),
                 "ledger": [f"offset {r['offset']} {r['status']}" for r in proof.get("ledger", [])],
                 "key_hash_matches": proof.get("key_hash") in (None, hashed),

@@ -48,7 +48,7 @@ def test_a_delete_is_proven_erased_after_purge(tmp_path: Path, spark_conf_dir: P
     code, out, err = cli(*verify, "--key", "alice@example.com", "--format", "json")
     assert code == 1, err
     proof = json.loads(out)
-    assert proof["erased"] is False and proof["found"], proof
+    assert proof["verdict"] == "pending" and proof["found"], proof
     assert any(f["offset"] == 0 for f in proof["found"])  # the old value, not yet vacuumed
     assert proof["ledger"][0]["status"] == "pending"
 
@@ -59,8 +59,8 @@ def test_a_delete_is_proven_erased_after_purge(tmp_path: Path, spark_conf_dir: P
     code, out, err = cli(*verify, "--key-b64", "YWxpY2VAZXhhbXBsZS5jb20=", "--format", "json")
     assert code == 0, (out, err)
     proof = json.loads(out)
-    assert proof["erased"] is True and proof["found"] == []
-    assert proof["live_offsets"] == [1]  # the tombstone, until its horizon
+    assert proof["verdict"] == "erased" and proof["found"] == []
+    assert proof["current"] == {"offset": 1, "tombstone": True}  # until its horizon
     assert proof["ledger"][0]["status"] == "met"
     assert {u["kind"] for u in proof["upstream"]} == {"upstream"}  # the source still has it
 

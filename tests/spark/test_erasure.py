@@ -19,7 +19,8 @@ from pyspark.sql import functions as F
 from segcompact.clock import ManualClock
 from segcompact.config import CompactorConfig, load_config
 from segcompact.erasure.keyhash import SECRET_VARIABLE, key_hash
-from segcompact.erasure.ledger_reads import key_rows, key_views, ledger_rows
+from segcompact.erasure.ledger_reads import KeyRows, key_rows, key_views, ledger_rows
+from segcompact.erasure.verdict import Held
 from segcompact.errors import ConfigError
 from segcompact.format.batch import build_batch
 from segcompact.format.record import Record
@@ -94,9 +95,7 @@ def ledger(spark: SparkSession, config: CompactorConfig, kind: str) -> list[dict
     return [r.asDict() for r in rows.orderBy("topic", "partition", "offset", "round").collect()]
 
 
-def _key_rows_by_both_engines(
-    spark: SparkSession, config: CompactorConfig, key: bytes
-) -> tuple[set[int], list[dict[str, Any]]]:
+def _key_rows_by_both_engines(spark: SparkSession, config: CompactorConfig, key: bytes) -> KeyRows:
     """What ``sla`` and ``verify-erasure`` read of partition 0, by delta-rs and by Spark: the
     same."""
     native = DeltaSql.open(key_views(config), config.storage)
@@ -171,10 +170,11 @@ def test_deleted_and_overwritten_values_are_gone_by_the_deadline(
         assert d["tombstone_expired_at"] is None
     rounds = ledger(spark, config, "round")
     assert {(r["partition"], r["status"]) for r in rounds} == {(0, "met"), (1, "met")}
-    live, shown = _key_rows_by_both_engines(spark, config, b"user-2")
-    assert live and not shown  # a live key with no delete
-    live, shown = _key_rows_by_both_engines(spark, config, b"user-1")
-    assert live == {3} and [r["offset"] for r in shown] == [3]  # its tombstone, till the horizon
+    rows = _key_rows_by_both_engines(spark, config, b"user-2")
+    assert rows.current == Held(1, tombstone=False) and not rows.ledger  # live, never deleted
+    rows = _key_rows_by_both_engines(spark, config, b"user-1")
+    assert rows.current == Held(3, tombstone=True)  # its tombstone, till the horizon
+    assert [r["offset"] for r in rows.ledger] == [3]
     # The first overwrite started partition 0's clock: its round's append time.
     assert min(_ms(r["appended_at"]) for r in rounds if r["partition"] == 0) == T0
     with pytest.raises(Exception, match=r"(?i)cannot time travel|not.*found|FileNotFound"):

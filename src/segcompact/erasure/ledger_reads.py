@@ -8,6 +8,7 @@ delta-rs runs the query in this process and logs nothing of it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -15,6 +16,7 @@ import pyarrow as pa
 from segcompact.config import CompactorConfig
 from segcompact.delta_native import sql_text
 from segcompact.erasure.report import iso
+from segcompact.erasure.verdict import Held
 from segcompact.table_sql import NoTable, TableSql
 
 DELETE = "delete"
@@ -27,7 +29,12 @@ def ledger_views(config: CompactorConfig) -> dict[str, str]:
 
 def key_views(config: CompactorConfig) -> dict[str, str]:
     state = config.state
-    return {"state": state.table, "young": state.young_table, "ledger": state.ledger_table}
+    return {
+        "state": state.table,
+        "young": state.young_table,
+        "ledger": state.ledger_table,
+        "partitions": state.partitions_table,
+    }
 
 
 def read_rows(rows: pa.Table) -> list[dict[str, Any]]:
@@ -65,30 +72,53 @@ def ledger_rows(sql: TableSql) -> tuple[list[dict[str, Any]], list[dict[str, Any
     return read_rows(deletes), read_rows(rounds)
 
 
-def key_rows(
-    sql: TableSql, topic: str, partition: int, key: bytes, hashed: str
-) -> tuple[set[int], list[dict[str, Any]]]:
-    """One key's live offsets (its state row; the newest of its young rows, not yet compacted)
-    and its ledger rows (by its hash), their times as ISO strings."""
+@dataclass(frozen=True, slots=True)
+class KeyRows:
+    """What the tables hold of one key: ``current``, the newest of its state row and its young
+    rows (not yet compacted); ``ledger``, its delete rows (times as ISO strings, None left
+    out)."""
+
+    current: Held | None
+    ledger: list[dict[str, Any]]
+
+
+def partition_known(sql: TableSql, topic: str, partition: int) -> bool:
+    """Whether the partitions table, the state or the ledger has a row of ``topic``-``partition``
+    (False before the job has created them)."""
+    q = sql.quote
+    where = f"topic = {sql_text(topic)} AND {q('partition')} = {int(partition)}"
+    try:
+        return any(
+            sql.query(f"SELECT count(*) FROM {view} WHERE {where}").column(0)[0].as_py()
+            for view in ("partitions", "state", "ledger")
+        )
+    except NoTable:
+        return False
+
+
+def key_rows(sql: TableSql, topic: str, partition: int, key: bytes, hashed: str) -> KeyRows:
+    """One key's newest row (of the state and the young table) and its ledger rows (by its
+    hash); nothing before the job has created the tables."""
     q = sql.quote
     where = f"topic = {sql_text(topic)} AND {q('partition')} = {int(partition)}"
     has_key = f"{where} AND {q('key')} = X'{key.hex()}'"
+    held = f"SELECT {q('offset')}, tombstone FROM"
     try:
-        live = {
-            int(o)
-            for o in sql.query(f"SELECT {q('offset')} FROM state WHERE {has_key}")
-            .column(0)
-            .to_pylist()
-        }
-        young = sql.query(f"SELECT max({q('offset')}) FROM young WHERE {has_key}").column(0)
-        ledger = sql.query(f"SELECT * FROM ledger WHERE {where} AND key_hash = {sql_text(hashed)}")
+        rows = sql.query(f"{held} state WHERE {has_key}").to_pylist()
+        rows += sql.query(
+            f"{held} young WHERE {has_key} ORDER BY {q('offset')} DESC LIMIT 1"
+        ).to_pylist()
+        ledger = sql.query(
+            f"SELECT * FROM ledger WHERE {where} AND key_hash = {sql_text(hashed)} "
+            f"ORDER BY {q('offset')}"
+        )
     except NoTable:
-        return set(), []
-    if young[0].as_py() is not None:
-        live.add(int(young[0].as_py()))
+        return KeyRows(None, [])
+    newest = max(rows, key=lambda r: int(r["offset"]), default=None)
+    current = None if newest is None else Held(int(newest["offset"]), bool(newest["tombstone"]))
     times = {f.name for f in ledger.schema if pa.types.is_timestamp(f.type)}
     shown = [
         {k: iso(v) if k in times else v for k, v in r.items() if v is not None}
         for r in read_rows(ledger)
     ]
-    return live, shown
+    return KeyRows(current, shown)

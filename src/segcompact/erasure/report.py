@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, overload
 
 from segcompact.erasure.glossary import NOT_OWNED
 from segcompact.erasure.schedule import (
@@ -26,6 +26,10 @@ from segcompact.humanize import duration, iso_time
 Row = Mapping[str, Any]
 
 
+@overload
+def iso(ms: int) -> str: ...
+@overload
+def iso(ms: int | None) -> str | None: ...
 def iso(ms: int | None) -> str | None:
     return None if ms is None else iso_time(ms)
 

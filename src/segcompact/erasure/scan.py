@@ -66,10 +66,6 @@ class ScanResult:
     upstream: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-    @property
-    def erased(self) -> bool:
-        return not self.found
-
 
 def scan_for_key(
     *,
