@@ -269,3 +269,13 @@ def test_text_never_fails_and_leads_with_the_verdict(
     assert lines[0].endswith(f": {shown['verdict']}")
     assert all(len(line) <= 100 for line in lines[1:2])
     assert len([line for line in lines if line.startswith("  ledger: ")]) == len(ledger)
+
+
+def test_an_upstream_file_holding_the_key_often_is_one_line() -> None:
+    shown = _proof(None, [], [])
+    shown["upstream"] = [*UPSTREAM * 3, {**UPSTREAM[0], "location": "/kafka/users-0/9.log"}]
+    lines = [line for line in text(shown).splitlines() if "upstream" in line]
+    assert lines == [
+        "  upstream (not owned): /kafka/users-0/0.log: x (x3)",
+        "  upstream (not owned): /kafka/users-0/9.log: x",
+    ]

@@ -20,6 +20,7 @@ nothing older, ``never seen``); one that lists copies stands, the unread file li
 
 from __future__ import annotations
 
+import collections
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -197,8 +198,11 @@ def text(proof: Mapping[str, Any]) -> str:
     for f in proof["found"]:
         where = "not read" if f["kind"] == UNREADABLE else f"still held ({f['kind']})"
         lines.append(f"  {where}: {f['location']}: {f['detail']}")
-    for f in proof["upstream"]:
-        lines.append(f"  upstream (not owned): {f['location']}: {f['detail']}")
+    # Upstream copies by file: a segment may hold the key many times.
+    upstream = collections.Counter((f["location"], f["detail"]) for f in proof["upstream"])
+    for (location, detail), times in upstream.items():
+        also = f" (x{times})" if times > 1 else ""
+        lines.append(f"  upstream (not owned): {location}: {detail}{also}")
     lines += [f"  note: {note}" for note in proof["notes"]]
     lines.append(f"  checked at {proof['checked_at']}")
     return "\n".join(lines)
