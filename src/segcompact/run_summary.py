@@ -41,7 +41,7 @@ class RunSummary:
                 self.found_uncleanable.setdefault(tp, r["uncleanable_reason"])
 
     def line(self) -> str:
-        keys = "keys unknown" if self.keys is None else _n(self.keys, "key")
+        keys = "keys held unknown" if self.keys is None else _n(self.keys, "key") + " held"
         parts = [
             f"{_n(self.segments, 'segment')} ({size(self.bytes)}) of "
             f"{_n(len(self.partitions), 'partition')} read: {_n(self.records, 'record')}, "

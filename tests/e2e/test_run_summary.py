@@ -47,7 +47,7 @@ def test_run_once_summarises_and_fails_on_a_partition_it_made_uncleanable(
     code, out, err = run("--uncleanable-ok")
     assert code == 0, err
     assert out == [
-        f"run --once: 4 segments ({size(first)}) of 2 partitions read: 40 records, 14 keys; "
+        f"run --once: 4 segments ({size(first)}) of 2 partitions read: 40 records, 14 keys held; "
         "1 partition materialised; 1 partition uncleanable: torn-0 (new)"
     ]  # torn-0's good segment is merged (its 7 keys), the torn one's batch is not read; the
     # partition is not materialised
@@ -57,7 +57,7 @@ def test_run_once_summarises_and_fails_on_a_partition_it_made_uncleanable(
     code, out, err = run()
     assert code == 1
     assert out == [
-        f"run --once: 1 segment ({size(more)}) of 1 partition read: 0 records, 0 keys; "
+        f"run --once: 1 segment ({size(more)}) of 1 partition read: 0 records, 0 keys held; "
         "0 partitions materialised; 2 partitions uncleanable: ripped-0 (new), torn-0"
     ]
     assert len(err) == 1 and err[0].startswith(

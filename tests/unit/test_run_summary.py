@@ -24,7 +24,7 @@ def test_a_clean_run_adds_up_its_batches() -> None:
     s.bytes, s.keys, s.uncleanable = 6 << 20, 40, {}
     s.materialized = {("orders", 0), ("orders", 1)}
     assert s.line() == (
-        "run --once: 5 segments (6.00 MiB) of 2 partitions read: 101 records, 40 keys; "
+        "run --once: 5 segments (6.00 MiB) of 2 partitions read: 101 records, 40 keys held; "
         "2 partitions materialised; 0 partitions uncleanable"
     )
     assert s.failure() is None
@@ -35,7 +35,7 @@ def test_a_partition_made_uncleanable_in_this_run_fails_it_by_name() -> None:
     s.add_batch([_stats("users", 0, "truncated: runs past the end of the file"), _stats("a", 0)])
     s.keys, s.uncleanable = None, {("old", 3): "CRC mismatch", ("users", 0): "truncated: …"}
     line = s.line()
-    assert "keys unknown" in line  # not read: not claimed
+    assert "keys held unknown" in line  # not read: not claimed
     assert line.endswith("2 partitions uncleanable: old-3, users-0 (new)")
     assert (
         s.failure()
