@@ -6,6 +6,7 @@ batch N its writes got."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -201,6 +202,24 @@ def test_sigterm_to_every_process_stops_after_the_batch_in_flight(
     done = chk.commits()
     assert done in ({0}, {0, 1}), f"{batches} batches available"
     assert chk.in_flight() <= {max(done) + 1}
+
+
+def test_the_jvm_and_python_workers_end_with_a_killed_driver(
+    tmp_path: Path, spark_conf_dir: Path
+) -> None:
+    """They ignore SIGTERM, so they must end with segcompact however it ends: SIGKILL (or a
+    second SIGTERM, which ends it as SIGKILL does) to segcompact alone."""
+    log = _small_log(tmp_path / "in", 12, ["orders"])
+    work = tmp_path / "killed"
+    config_path = write_config(work, [log.root], stream=STREAM)
+    chk = Checkpoint.of(config_path)
+
+    with Background("run", "--config", config_path, cwd=work, spark_conf_dir=spark_conf_dir) as job:
+        wait_for("the first batch", lambda: 0 in chk.in_flight(), running=job)
+        assert len(job.processes()) >= 3, "segcompact, its JVM, Spark's Python daemon"
+        job.proc.kill()
+        assert job.wait() == -signal.SIGKILL
+        wait_for_none("the run's processes to end", job.processes)
 
 
 def _delta_versions(table: str) -> list[str]:
