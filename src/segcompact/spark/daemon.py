@@ -11,7 +11,7 @@ takes SIGTERM's default action; the daemon's handler ends itself and its workers
 stops after that batch, and Spark then ends the daemon by closing its stdin (it sends SIGTERM
 too), the daemon its workers by SIGHUP, and Spark a worker by SIGKILL. Blocked, not ignored:
 pyspark sets the daemon's handler and the workers' default action for SIGTERM, not the mask,
-which a fork and the threads a process starts inherit (:mod:`segcompact.spark.jvm`).
+which a fork and the threads a process starts inherit. The JVM: :mod:`segcompact.spark.jvm`.
 """
 
 import signal

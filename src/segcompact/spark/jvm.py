@@ -6,8 +6,10 @@ SIGTERM runs the shutdown hooks and exits, so the JVM died under the driver's ba
 (``Py4JNetworkError``, an ``EOFError`` from pyspark's accumulator server, exit 1). HotSpot does
 not install that handler for a signal that is ignored when it starts (``JVM_RegisterSignal``
 returns for ``SHUTDOWN*_SIGNAL`` when ``is_sig_ignored``, as for ``nohup``'s SIGHUP), and an
-ignored signal stays ignored across ``exec``: a JVM started with SIGTERM ignored, and the
-Python processes it starts, live on until the driver stops Spark. The driver handles SIGTERM
+ignored signal stays ignored across ``exec``: a JVM started with SIGTERM ignored lives on
+until the driver stops Spark, and so do the Python processes it starts that keep SIGTERM's
+disposition (the streaming source's runner; not pyspark's daemons that look up and create a
+data source, which a running query does not need). The driver handles SIGTERM
 itself (:class:`~segcompact.spark.job.GracefulStop`), then ends the JVM with
 :func:`stop_session`. Should the driver die first (SIGKILL), the JVM exits at the end of its
 stdin, as pyspark's gateway does whenever its driver goes.
