@@ -132,6 +132,7 @@ def _run(args: argparse.Namespace) -> int:
 
     check_roots(config.source.paths, config.storage)  # a typo'd root: exit 2 before Spark
     from segcompact.spark.job import Compactor, GracefulStop
+    from segcompact.spark.jvm import stop_session
 
     # segcompact's own progress lines only: py4j's logger (which reports a refused batch with
     # a traceback) keeps its silence. A run --once is quiet but for its progress bar and its
@@ -145,6 +146,11 @@ def _run(args: argparse.Namespace) -> int:
     logger.propagate = False
     metrics = _metrics(config)  # a port in use: exit 2 before Spark starts
     with _leased(config, "run") as lease:
+        stop = GracefulStop()
+        if not args.once:
+            # Before Spark starts: its JVM ignores SIGTERM, and this process stops it.
+            stop.install()
+            lease.on_lost = stop.requested.set
         session = _session(config, long_running=not args.once)
         compactor = Compactor(session, config, metrics=metrics)
         if args.once:
@@ -160,11 +166,9 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"segcompact: error: {failure} (--uncleanable-ok: exit 0)", file=sys.stderr)
                 return EXIT_DATA
             return 0
-        stop = GracefulStop()
-        stop.install()
-        lease.on_lost = stop.requested.set
-        query = compactor.start(once=False)
-        stop.wait(compactor, query)
+        if not stop.requested.is_set():  # a stop while Spark started: no query
+            stop.wait(compactor, compactor.start(once=False))
+        stop_session(session)  # nothing of the job outlives it
     return 0
 
 

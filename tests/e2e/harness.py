@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
+import segcompact
 from segcompact import delta_native
 from segcompact.backlog import QueryLog
 from segcompact.compaction.model import LogRecord, ReferenceModel, StateRow, read_log_records
@@ -138,6 +139,12 @@ RUN_TIMEOUT_S = 900
 
 def cli_env(spark_conf_dir: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    # The CLI imports the segcompact these tests import (a relative PYTHONPATH such as `src`
+    # would not find it from the run's own working directory, and another would be run).
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(segcompact.__file__).parents[1])]
+        + [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
     env["PYSPARK_PYTHON"] = sys.executable
     env.pop("PYSPARK_DRIVER_PYTHON", None)
     env.pop("PYSPARK_GATEWAY_PORT", None)  # never attach to the test session's JVM
@@ -249,6 +256,22 @@ class Background:
         """SIGTERM to the segcompact process only, as ``kill PID`` or Kubernetes does."""
         self.proc.send_signal(signal.SIGTERM)
 
+    def terminate_all(self) -> set[int]:
+        """SIGTERM to every process the run started, as systemd's ``KillMode=control-group``
+        sends it: the run's process group (segcompact, the JVM) and the processes that left
+        it but not its session (Spark's Python daemon makes a group of its own, for its
+        workers). Returns the processes signalled."""
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        others = self.processes() - group_members(self.proc.pid)
+        for pid in others:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        return others | {self.proc.pid}
+
+    def processes(self) -> set[int]:
+        """Every live process of the run's session (a zombie is not live)."""
+        return {pid for pid, stat in _process_stats() if stat[3] == self.proc.pid}
+
     def wait(self) -> int:
         return self.proc.wait(timeout=RUN_TIMEOUT_S)
 
@@ -258,6 +281,26 @@ class Background:
     def __exit__(self, *exc: object) -> None:
         # Whatever happened, nothing the run started (the JVM, Python workers) outlives it.
         self.kill_group()
+
+
+def group_members(pgid: int) -> set[int]:
+    """The live processes of process group ``pgid``."""
+    return {pid for pid, stat in _process_stats() if stat[2] == pgid}
+
+
+def _process_stats() -> Iterable[tuple[int, tuple[str, int, int, int]]]:
+    """(pid, (state, parent, process group, session)) of each live process, from /proc."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            text = Path("/proc", entry, "stat").read_text()
+        except OSError:  # it ended meanwhile
+            continue
+        # The command's name, in parentheses, may hold spaces and parentheses itself.
+        state, parent, group, session = text[text.rindex(")") + 2 :].split()[:4]
+        if state != "Z":
+            yield int(entry), (state, int(parent), int(group), int(session))
 
 
 def wait_for(
@@ -276,6 +319,16 @@ def wait_for(
             )
         if time.monotonic() > deadline:
             raise AssertionError(f"no {what} within {timeout_s} s:\n{running.stderr()[-4000:]}")
+        time.sleep(0.05)
+
+
+def wait_for_none(what: str, found: Callable[[], set[int]], *, timeout_s: float = 60) -> None:
+    """Poll ``found`` until it is empty (``what`` names the wait); fail at the deadline, which
+    only bounds a hang."""
+    deadline = time.monotonic() + timeout_s
+    while left := found():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} within {timeout_s} s: {sorted(left)} left")
         time.sleep(0.05)
 
 

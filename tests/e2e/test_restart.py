@@ -1,10 +1,12 @@
 """Stopping the continuous job: a real kill in the middle of a batch, then a restart; and a
-clean stop on SIGTERM. Progress is read from disk while the job runs: the query's
-``offsets/N`` (batch N planned) and ``commits/N`` (batch N done) and the idempotent-write
-versions in the Delta logs, which say how far into batch N its writes got."""
+clean stop on SIGTERM, to segcompact alone or to every process of the job. Progress is read
+from disk while the job runs: the query's ``offsets/N`` (batch N planned) and ``commits/N``
+(batch N done) and the idempotent-write versions in the Delta logs, which say how far into
+batch N its writes got."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from tests.e2e.harness import (
     Log,
     check_horizons,
     delta_txn_versions,
+    group_members,
     model_of,
     model_output,
     model_pending,
@@ -31,6 +34,7 @@ from tests.e2e.harness import (
     run_cli,
     state_table,
     wait_for,
+    wait_for_none,
     without_times,
     write_config,
     write_log,
@@ -168,9 +172,11 @@ def test_sigterm_finishes_the_batch_in_flight_and_exits_0(
     assert chk.commits() == set(range(last + 1))
 
 
-def test_sigterm_with_a_backlog_stops_after_the_batch_in_flight(
+def test_sigterm_to_every_process_stops_after_the_batch_in_flight(
     tmp_path: Path, spark_conf_dir: Path
 ) -> None:
+    """As systemd stops a unit (``KillMode=control-group``): SIGTERM to segcompact, the JVM,
+    Spark's Python daemon and its workers at once, with a backlog to read."""
     log = _small_log(tmp_path / "in", 12, ["orders"])
     batches = sum(len(paths) for paths in log.rolled().values())
     assert batches >= 4
@@ -180,15 +186,40 @@ def test_sigterm_with_a_backlog_stops_after_the_batch_in_flight(
 
     with Background("run", "--config", config_path, cwd=work, spark_conf_dir=spark_conf_dir) as job:
         wait_for("the first batch", lambda: 0 in chk.in_flight(), running=job)
-        job.terminate()
+        group = group_members(job.proc.pid)
+        assert len(group) >= 2, "segcompact and its JVM"
+        assert job.processes() - group, "Spark's Python daemon, in a group of its own"
+        job.terminate_all()
         assert job.wait() == 0, job.stderr()
-        assert "Traceback" not in job.stderr() and "ERROR" not in job.stderr(), job.stderr()
+        for trace in ("Traceback", "ERROR", "Py4JNetworkError", "EOFError"):
+            assert trace not in job.stderr(), job.stderr()
+        # segcompact waited for its JVM; the daemon ends when the JVM stops it.
+        assert group_members(job.proc.pid) == set()
+        wait_for_none("the run's processes to end", job.processes)
     # The batch in flight finished (and at most one that began before the stop took effect);
     # the next one may have been planned (offsets written) but was refused before it wrote
     # anything, so a restart reads it again.
     done = chk.commits()
     assert done in ({0}, {0, 1}), f"{batches} batches available"
     assert chk.in_flight() <= {max(done) + 1}
+
+
+def test_the_jvm_and_python_workers_end_with_a_killed_driver(
+    tmp_path: Path, spark_conf_dir: Path
+) -> None:
+    """They ignore SIGTERM, so they must end with segcompact however it ends: SIGKILL (or a
+    second SIGTERM, which ends it as SIGKILL does) to segcompact alone."""
+    log = _small_log(tmp_path / "in", 12, ["orders"])
+    work = tmp_path / "killed"
+    config_path = write_config(work, [log.root], stream=STREAM)
+    chk = Checkpoint.of(config_path)
+
+    with Background("run", "--config", config_path, cwd=work, spark_conf_dir=spark_conf_dir) as job:
+        wait_for("the first batch", lambda: 0 in chk.in_flight(), running=job)
+        assert len(job.processes()) >= 3, "segcompact, its JVM, Spark's Python daemon"
+        job.proc.kill()
+        assert job.wait() == -signal.SIGKILL
+        wait_for_none("the run's processes to end", job.processes)
 
 
 def _delta_versions(table: str) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import posixpath
 import signal
 import threading
@@ -331,10 +332,13 @@ def _finish(query: StreamingQuery) -> None:
 
 
 class GracefulStop:
-    """SIGTERM/SIGINT ask the query to stop once the batch in flight has finished."""
+    """SIGTERM/SIGINT ask the query to stop once the batch in flight has finished; a second one
+    ends the process at once, as without a handler (its JVM, which ignores SIGTERM, exits with
+    it: :mod:`segcompact.spark.jvm`)."""
 
     def __init__(self) -> None:
         self.requested = threading.Event()
+        self._signalled = False
 
     def install(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -343,6 +347,10 @@ class GracefulStop:
             signal.signal(sig, self._handle)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self._signalled:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+        self._signalled = True
         self.requested.set()
 
     def wait(self, compactor: Compactor, query: StreamingQuery) -> None:

@@ -9,6 +9,8 @@ Three ways in, one function:
   from Maven Central into ``<repo>/.jars/delta`` (or ``$SEGCOMPACT_JARS_DIR``), and S3A's
   (``hadoop-aws`` and the AWS SDK) from ``<repo>/.jars/s3`` when they are there.
 
+A JVM segcompact starts ignores SIGTERM (:mod:`segcompact.spark.jvm`): its driver ends it.
+
 A config's ``[spark]`` settings (:func:`config_settings`) go to a session segcompact starts; a
 session already running takes its ``spark.hadoop.*`` ones into its Hadoop configuration (the
 object-store settings the job's locations need), and keeps the rest as it was started.
@@ -34,6 +36,7 @@ from pyspark.sql import SparkSession
 from segcompact.config.locations import is_table_name
 from segcompact.errors import SegcompactError
 from segcompact.spark.class_archive import JAVA_OPTION_VARIABLES, class_archive
+from segcompact.spark.jvm import ignoring_sigterm
 from segcompact.spark.spark_home import spark_home, unzipped_home
 from segcompact.storage import Storage
 from segcompact.timing import timed
@@ -166,7 +169,12 @@ def get_spark(
 
 
 def _start(builder: SparkSession.Builder, home: str | None, jvm_output: str | None) -> SparkSession:
-    with timed(log, "Spark session"), _jvm_output_to(jvm_output), spark_home(home):
+    with (
+        timed(log, "Spark session"),
+        _jvm_output_to(jvm_output),
+        spark_home(home),
+        ignoring_sigterm(),  # the driver stops it (segcompact.spark.jvm)
+    ):
         return builder.getOrCreate()
 
 

@@ -1,0 +1,86 @@
+"""The JVM of a session segcompact starts: deaf to SIGTERM, ended by its driver.
+
+systemd's default ``KillMode=control-group`` sends SIGTERM to every process of a unit at once,
+the JVM pyspark starts (a child of the Python driver) among them. HotSpot's handler for
+SIGTERM runs the shutdown hooks and exits, so the JVM died under the driver's batch in flight
+(``Py4JNetworkError``, an ``EOFError`` from pyspark's accumulator server, exit 1). HotSpot does
+not install that handler for a signal that is ignored when it starts (``JVM_RegisterSignal``
+returns for ``SHUTDOWN*_SIGNAL`` when ``is_sig_ignored``, as for ``nohup``'s SIGHUP), and an
+ignored signal stays ignored across ``exec``: a JVM started with SIGTERM ignored lives on
+until the driver stops Spark, and so do the Python processes it starts that keep SIGTERM's
+disposition (the streaming source's runner; not pyspark's daemons that look up and create a
+data source, which a running query does not need). The driver handles SIGTERM
+itself (:class:`~segcompact.spark.job.GracefulStop`), then ends the JVM with
+:func:`stop_session`. Should the driver die first (SIGKILL), the JVM exits at the end of its
+stdin, as pyspark's gateway does whenever its driver goes.
+
+Spark's Python daemon (``segcompact.spark.daemon``) sets its own SIGTERM handler, and its
+workers the default action: it blocks the signal instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark import SparkContext, java_gateway
+from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+# How long the JVM may take to exit once its stdin is closed (its shutdown hooks run).
+JVM_EXIT_TIMEOUT_S = 60
+
+
+@contextlib.contextmanager
+def ignoring_sigterm() -> Iterator[None]:
+    """A JVM that pyspark starts in the block starts with SIGTERM ignored.
+
+    ``launch_gateway`` replaces any ``preexec_fn`` a caller gives it with its own (which
+    ignores SIGINT), so its ``Popen`` is wrapped for the block: the child ignores SIGTERM too,
+    after fork and before exec, while this process keeps its own handlers throughout.
+    """
+    popen = java_gateway.Popen  # type: ignore[attr-defined]
+
+    def deaf_popen(*args: Any, **kwargs: Any) -> subprocess.Popen[Any]:
+        theirs = kwargs.get("preexec_fn")
+
+        def preexec() -> None:
+            if theirs is not None:
+                theirs()
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+        return popen(*args, **{**kwargs, "preexec_fn": preexec})
+
+    java_gateway.Popen = deaf_popen  # type: ignore[attr-defined,assignment]
+    try:
+        yield
+    finally:
+        java_gateway.Popen = popen  # type: ignore[attr-defined]
+
+
+def stop_session(spark: SparkSession) -> None:
+    """Stop the session, then end the JVM this process started and wait for it: its Python
+    daemon, stopped by Spark, ends its workers. A JVM started otherwise (``spark-submit``'s)
+    is its starter's to end."""
+    spark.stop()
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if proc is None:
+        return
+    # pyspark's gateway exits at the end of its stdin (PythonGatewayServer).
+    with contextlib.suppress(OSError):
+        proc.stdin.close()
+    try:
+        proc.wait(timeout=JVM_EXIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:  # its shutdown hooks hang: it must not outlive us
+        log.warning("the JVM did not exit within %d s: killed", JVM_EXIT_TIMEOUT_S)
+        proc.kill()
+        proc.wait()
+    # A session started after this one starts a JVM of its own.
+    SparkContext._gateway = None
+    SparkContext._jvm = None
