@@ -253,25 +253,26 @@ def _advance(bar: tqdm[Any], backlog: Backlog, batch_id: int) -> None:
 def _status(args: argparse.Namespace) -> int:
     config = _load(args.config)
     from segcompact.clock import job_clock
-    from segcompact.status import read_status, text
+    from segcompact.status import read_status, skipped, text
 
     now = job_clock().now_ms()
     rows = read_status(config, now, lambda: _ensured(config))
+    not_read = skipped(config)
     if args.format == "json":
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({"partitions": rows, "skipped": not_read}, indent=2))
     else:
-        print(text(rows, now, wide=args.wide))
+        print(text(rows, now, wide=args.wide, skipped=not_read))
     return 0
 
 
 def _configs(args: argparse.Namespace) -> int:
     from segcompact.config import load_config
     from segcompact.config.describe import text
-    from segcompact.config.keys import TOPIC_NAME
+    from segcompact.format.logdir import is_topic_name
 
     config = load_config(args.config)
     for topic in args.topic or ():
-        if not TOPIC_NAME.match(topic) or topic in (".", ".."):
+        if not is_topic_name(topic):
             raise UsageError(f"--topic {topic!r}: not a Kafka topic name")
     unnamed = [t for t in args.topic or () if t not in config.topics]
     if unnamed:  # as kafka-configs.sh, a topic that does not exist is an error

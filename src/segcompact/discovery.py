@@ -1,7 +1,10 @@
 """Finding segment files under Kafka log-dir roots.
 
 Discovery lists ``<root>/<topic>-<partition>/<20-digit base offset>.log`` files through the
-storage seam (:class:`~segcompact.storage.Storage`): each root on its own file system. No Spark.
+storage seam (:class:`~segcompact.storage.Storage`): each root on its own file system. A
+directory whose whole name is not a partition's as Kafka writes it
+(:mod:`segcompact.format.logdir`) is skipped, never an error: :func:`skipped_directories` says
+which and why. No Spark.
 """
 
 from __future__ import annotations
@@ -12,15 +15,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from segcompact.errors import ConfigError
+from segcompact.format.logdir import parse_partition_dir, why_not_partition_dir
 from segcompact.storage import FileInfo, FileSystem, Storage
 
-# ``<topic>-<partition>``: the partition is the digits after the last '-'. Directories Kafka
-# leaves behind (``t-0.<uuid>-delete``, ``-future``, ``-stray``) end in letters and are skipped.
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>[0-9]+)$")
 _SEGMENT_FILE = re.compile(r"^(?P<base>[0-9]{20})\.log$")
-_MAX_PARTITION = 0x7FFFFFFF
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A directory in a source root that is not read, and why."""
+
+    path: str
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,10 +47,6 @@ class SegmentFile:
         return (self.topic, self.partition, self.base_offset, self.path)
 
 
-# KRaft's metadata log sits in a broker's log dir like a partition but is not a topic.
-_INTERNAL_LOGS = frozenset({"__cluster_metadata"})
-
-
 def check_roots(roots: Iterable[str], storage: Storage) -> None:
     """Raise :class:`ConfigError` naming the first of ``roots`` that does not exist."""
     for root in roots:
@@ -55,17 +59,6 @@ def _existing(root: str, storage: Storage) -> tuple[FileSystem, str]:
     if not fs.exists(path):
         raise ConfigError(f"source root {path} does not exist")
     return fs, path
-
-
-def parse_partition_dir(name: str) -> tuple[str, int] | None:
-    """``("orders", 3)`` for ``orders-3``; None for a name that is not a partition directory."""
-    m = _PARTITION_DIR.match(name)
-    if m is None:
-        return None
-    partition = int(m["partition"])
-    if partition > _MAX_PARTITION or m["topic"] in _INTERNAL_LOGS:
-        return None
-    return m["topic"], partition
 
 
 def source_topics(roots: Iterable[str], storage: Storage) -> set[str]:
@@ -102,6 +95,8 @@ def discover(
         fs, root = _existing(root, storage)
         for entry in fs.list_dir(root):
             parsed = parse_partition_dir(entry.name) if entry.is_dir else None
+            if parsed is None and entry.is_dir:
+                _skipping(entry)
             if parsed is None or not _inside(fs, entry.path, root):
                 continue
             topic, partition = parsed
@@ -118,6 +113,38 @@ def discover(
             found.extend(segments)
     found.sort(key=lambda s: s.sort_key)
     return found
+
+
+def skipped_directories(roots: Iterable[str], storage: Storage) -> list[Skipped]:
+    """The directories under ``roots`` that discovery skips, and a root it cannot list, each
+    with why: what ``status`` names."""
+    skipped = []
+    for root in roots:
+        fs, path = storage.resolve(root)
+        path = fs.abspath(path)
+        try:
+            entries = fs.list_dir(path)
+        except FileNotFoundError:
+            skipped.append(Skipped(path, "source root does not exist"))
+            continue
+        except OSError as e:
+            skipped.append(Skipped(path, f"source root cannot be listed: {e.strerror or e}"))
+            continue
+        for entry in entries:
+            why = why_not_partition_dir(entry.name) if entry.is_dir else None
+            if why is not None:
+                skipped.append(Skipped(entry.path, f"not a partition directory: {why}"))
+    return sorted(skipped, key=lambda s: s.path)
+
+
+_skipped: set[str] = set()  # directories skipped, each logged once per process
+
+
+def _skipping(entry: FileInfo) -> None:
+    if entry.path not in _skipped:
+        _skipped.add(entry.path)
+        why = why_not_partition_dir(entry.name)
+        log.info("%a: not a partition directory (%s), skipped", entry.path, why)
 
 
 _left_out: set[str] = set()  # symlinks out of a root, each logged once per process

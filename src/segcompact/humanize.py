@@ -1,6 +1,6 @@
 """Times, durations and sizes as people read them, for every command's text output: ISO-8601
 UTC times with milliseconds, durations in their two largest units ("6h", "1d 2h", "45s"),
-sizes in binary units ("1.21 MiB").
+sizes in binary units ("1.21 MiB"), file paths on one printable line.
 
 Pure: JSON output keeps epoch milliseconds; these are for the lines a person reads.
 """
@@ -63,3 +63,15 @@ def size(n: int) -> str:
             break
     digits = 0 if value >= 99.95 else 1 if value >= 9.995 else 2
     return f"{value:.{digits}f} {unit}"
+
+
+def printable_path(path: str) -> str:
+    """``path`` as one printable line: itself when it is, else the repr of its bytes
+    (``b'/logs/good-0\\n'``, ``b'/logs/\\xff-0'``): a name holding a newline or bytes that are
+    not UTF-8 (lone surrogates from ``os.listdir``) is shown, never printed raw or refused."""
+    if path.isprintable():
+        return path
+    try:
+        return repr(path.encode("utf-8", "surrogateescape"))
+    except UnicodeEncodeError:  # a surrogate no undecodable byte makes
+        return ascii(path)

@@ -27,6 +27,7 @@ import crc32c
 
 from segcompact.errors import SegcompactError
 from segcompact.format.io import OutputDirectory, OutputStream
+from segcompact.format.logdir import parse_partition_dir
 from segcompact.storage import FileSystem, Storage
 
 VERSIONS = ".versions"
@@ -149,8 +150,6 @@ class Output:
 
     def partitions(self) -> list[tuple[str, int]]:
         """Every partition with a published version, sorted."""
-        from segcompact.discovery import parse_partition_dir
-
         try:
             entries = self.fs.list_dir(self.join(PUBLISHED))
         except FileNotFoundError:

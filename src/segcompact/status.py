@@ -3,18 +3,21 @@
 Three queries (:mod:`segcompact.table_sql`): the partitions table, and per partition the state's
 keys, tombstones and next horizon, and the young records. By delta-rs they take milliseconds and
 no JVM; Spark answers them only for tables delta-rs cannot open. :func:`text` lays the rows out
-for people (JSON keeps them as they are, times in epoch milliseconds).
+for people (JSON keeps them as they are, times in epoch milliseconds). :func:`skipped` lists
+the directories of the source roots that are not read (names Kafka would not write), by a
+listing of the roots: nothing is stored about them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from segcompact.clock import epoch_ms
 from segcompact.compaction.triggers import decision
 from segcompact.config import CompactorConfig
-from segcompact.humanize import ago, duration, iso_time, until
+from segcompact.discovery import skipped_directories
+from segcompact.humanize import ago, duration, iso_time, printable_path, until
 from segcompact.table_sql import NoTable, TableSql, open_sql
 
 if TYPE_CHECKING:
@@ -97,6 +100,14 @@ def partition_status(sql: TableSql, config: CompactorConfig, now_ms: int) -> lis
     return out
 
 
+def skipped(config: CompactorConfig) -> list[dict[str, str]]:
+    """Each directory of the source roots the job does not read, and why, its path printable."""
+    return [
+        {"path": printable_path(s.path), "reason": s.reason}
+        for s in skipped_directories(config.source.paths, config.storage)
+    ]
+
+
 def _by_partition(rows: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
     return {(r["topic"], r["partition"]): r for r in rows}
 
@@ -104,12 +115,20 @@ def _by_partition(rows: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str,
 WIDTH = 120  # the text table's width without --wide: its last column is cut to fit
 
 
-def text(rows: list[dict[str, Any]], now_ms: int, *, wide: bool = False) -> str:
+def text(
+    rows: list[dict[str, Any]],
+    now_ms: int,
+    *,
+    wide: bool = False,
+    skipped: Sequence[dict[str, str]] = (),
+) -> str:
     """:func:`partition_status`'s rows as a table for people: times as ISO-8601, ages and waits
     as durations. By default the columns an operator reads, each line at most :data:`WIDTH`
-    (the free text of the last column cut with ``…``); ``wide``: every field, uncut."""
+    (the free text of the last column cut with ``…``); ``wide``: every field, uncut. Then a
+    line for each of :func:`skipped`'s directories."""
+    notes = [f"skipped: {s['path']}: {s['reason']}" for s in skipped]
     if not rows:
-        return "no partitions yet"
+        return "\n".join(["no partitions yet", *notes])
     table = [_wide(r) for r in rows] if wide else [_narrow(r, now_ms) for r in rows]
     columns = list(table[0])
     cells = [[_cell(r[c]) for c in columns] for r in table]
@@ -120,7 +139,7 @@ def text(rows: list[dict[str, Any]], now_ms: int, *, wide: bool = False) -> str:
     ]
     if not wide:
         lines = [line if len(line) <= WIDTH else line[: WIDTH - 1] + "…" for line in lines]
-    return "\n".join(lines)
+    return "\n".join([*lines, *notes])
 
 
 def _cell(value: Any) -> str:

@@ -202,7 +202,9 @@ def test_every_location_on_s3(minio: MinioServer, tmp_path: Path, spark_conf_dir
     cli("run", "--config", config_path, "--once")
     rows = {
         r["topic"]: r
-        for r in json.loads(cli("status", "--config", config_path, "--format", "json"))
+        for r in json.loads(cli("status", "--config", config_path, "--format", "json"))[
+            "partitions"
+        ]
     }
     after = _compared(_state(config))
     for damaged, reason in reasons.items():

@@ -438,6 +438,7 @@ REJECTED: list[tuple[str, dict[str, Any], str, str | None, str]] = [
                 ("..", '".."'),
                 ("caf\u00e9", '"caf\\u00e9"'),
                 ("a/b", '"a/b"'),
+                ("orders\n", '"orders\\n"'),  # `$` would match before the newline
                 ("t" * 250, '"' + "t" * 116),
             ]
         )

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from segcompact.discovery import SegmentFile, discover, parse_partition_dir, parse_segment_name
+from segcompact.discovery import SegmentFile, discover, parse_segment_name, skipped_directories
 from segcompact.errors import ConfigError, SourceError
 from segcompact.manifest import Manifest, manifest_id_of, offset_of, seq_of
-from segcompact.storage import LocalFileSystem
+from segcompact.storage import LocalFileSystem, Storage
 
 
 def _touch(path: Path, data: bytes = b"") -> Path:
@@ -31,30 +31,6 @@ def _found(segments: list[SegmentFile]) -> list[tuple[str, int, int]]:
 
 
 # --- names ----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("name", "expected"),
-    [
-        ("orders-0", ("orders", 0)),
-        ("my-topic-12", ("my-topic", 12)),
-        ("__consumer_offsets-49", ("__consumer_offsets", 49)),
-        ("a.b_c-2147483647", ("a.b_c", 2147483647)),
-        ("orders", None),
-        ("orders-", None),
-        ("-0", None),
-        ("orders-x", None),
-        ("orders-1a", None),
-        ("orders-\u0661", None),  # a non-ASCII digit
-        ("orders-2147483648", None),  # beyond Kafka's int32 partitions
-        ("orders-0.6f9b2e1c4d8a4f7e9c3b2a1d0e9f8c7b-delete", None),
-        ("orders-0.6f9b2e1c4d8a4f7e9c3b2a1d0e9f8c7b-future", None),
-        ("orders-0.6f9b2e1c4d8a4f7e9c3b2a1d0e9f8c7b-stray", None),
-        ("__cluster_metadata-0", None),  # KRaft metadata, not a topic
-    ],
-)
-def test_partition_directory_names(name: str, expected: tuple[str, int] | None) -> None:
-    assert parse_partition_dir(name) == expected
 
 
 @pytest.mark.parametrize(
@@ -108,6 +84,33 @@ def test_discovery_finds_segments_and_ignores_everything_else(tmp_path: Path) ->
         ("orders", 0, 100),
         ("orders", 0, 200),
     ]
+
+
+def test_odd_directories_are_skipped_and_each_named_with_why(tmp_path: Path) -> None:
+    root = tmp_path / "logs"
+    _segment(root, "good", 0, 0)
+    odd = {
+        "good-0\n": "character '\\n' is not allowed",  # `$` once read it as good-0
+        os.fsdecode(b"\xff-0"): "not valid UTF-8",
+        "lz-0007": "partition 0007 has a leading zero",
+        "t-0.abcdef-delete": "a partition Kafka is deleting",
+        "notapartition": "does not end in -<partition number>",
+    }
+    for name in odd:
+        _touch(root / name / f"{0:020d}.log", b"x" * 10)
+    _touch(root / "meta.properties")  # a broker's files are no directories: not named
+    _touch(root / "a-1", b"a file named like a partition directory")
+
+    assert _found(discover([str(root)], rolled_only=False)) == [("good", 0, 0)]
+    skipped = skipped_directories([str(root), str(tmp_path / "gone")], Storage())
+    assert [s.path for s in skipped] == sorted(
+        [str(tmp_path / "gone"), *(str(root / name) for name in odd)]
+    )
+    why = {s.path: s.reason for s in skipped}
+    assert why[str(tmp_path / "gone")] == "source root does not exist"
+    for name, reason in odd.items():
+        assert why[str(root / name)].startswith("not a partition directory: "), name
+        assert reason in why[str(root / name)], name
 
 
 def test_rolled_only_holds_back_the_active_segment_of_each_partition(tmp_path: Path) -> None:

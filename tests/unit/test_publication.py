@@ -14,14 +14,16 @@ from segcompact.publication import PUBLISHED, VERSIONS, Output, Publication, new
 from segcompact.storage import Storage
 
 
-def _version(output: Output, version: int, data: bytes) -> Publication:
-    directory = new_version_directory("t", 0, version)
+def _version(
+    output: Output, version: int, data: bytes, topic: str = "t", partition: int = 0
+) -> Publication:
+    directory = new_version_directory(topic, partition, version)
     target = output.version_directory(directory)
     for name in ("00000000000000000000.log", "00000000000000000000.index"):
         stream = target.create(name)
         stream.write(data)
         stream.close()
-    return Publication("t", 0, version, directory, tuple(target.files))
+    return Publication(topic, partition, version, directory, tuple(target.files))
 
 
 def test_publish_follow_and_remove_superseded(tmp_path: Path) -> None:
@@ -46,6 +48,26 @@ def test_publish_follow_and_remove_superseded(tmp_path: Path) -> None:
     assert os.listdir(tmp_path / "out" / VERSIONS / "t-0") == [second.directory.split("/")[-1]]
     assert os.listdir(tmp_path / "out" / PUBLISHED / "t-0") == [f"{2:020d}.json"]
     assert not (tmp_path / "out" / leftover.directory).exists()
+
+
+@pytest.mark.parametrize(
+    ("topic", "partition"),
+    [("a" * 249, 99_999), ("a.b_c-d" * 34, 2147483647), ("-", 0)],  # 255 bytes, and others
+)
+def test_every_partition_name_kafka_writes_is_published_and_exported(
+    tmp_path: Path, topic: str, partition: int
+) -> None:
+    name = f"{topic}-{partition}"
+    assert len(name) <= 255
+    output = Output(str(tmp_path / "out"), Storage())
+    for version in (1, 2):  # the second replaces the link the first made
+        output.publish(_version(output, version, b"v%d" % version, topic, partition))
+    assert output.partitions() == [(topic, partition)]
+    assert (tmp_path / "out" / name / "00000000000000000000.log").read_bytes() == b"v2"
+    assert sorted(os.listdir(tmp_path / "out")) == sorted([PUBLISHED, VERSIONS, name])
+    (done,) = export(output, str(tmp_path / "to"), Storage())
+    assert (tmp_path / "to" / name / "00000000000000000000.log").read_bytes() == b"v2"
+    assert (done.topic, done.partition, done.version) == (topic, partition, 2)
 
 
 def test_a_second_writer_of_a_version_is_refused(tmp_path: Path) -> None:

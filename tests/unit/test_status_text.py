@@ -58,6 +58,20 @@ def test_no_rows() -> None:
     assert text([], NOW) == "no partitions yet"
 
 
+def test_each_skipped_directory_is_named_once_after_the_partitions() -> None:
+    skipped = [
+        {"path": "b'/logs/good-0\\n'", "reason": "not a partition directory: character"},
+        {"path": "/logs/lz-0007", "reason": "not a partition directory: leading zero"},
+    ]
+    for rows, wide in (([], False), ([_row()], False), ([_row()], True)):
+        lines = text(rows, NOW, wide=wide, skipped=skipped).splitlines()
+        assert lines[-2:] == [
+            "skipped: b'/logs/good-0\\n': not a partition directory: character",
+            "skipped: /logs/lz-0007: not a partition directory: leading zero",
+        ]
+        assert sum("skipped" in line for line in lines) == 2
+
+
 _names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz._-", min_size=1, max_size=249)
 
 

@@ -6,7 +6,6 @@ dataclass field it sets and the parser of its value; each plain section names it
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -124,6 +123,3 @@ KAFKA_ONLY = frozenset(
         "compression.zstd.level",
     }
 )
-
-# Kafka's rules for a topic name (org.apache.kafka.common.internals.Topic).
-TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")

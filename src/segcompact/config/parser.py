@@ -22,7 +22,6 @@ from segcompact.config.keys import (
     SECTION_TYPES,
     SECTIONS,
     TOPIC_KEYS,
-    TOPIC_NAME,
     Key,
 )
 from segcompact.config.locations import Place, overlap
@@ -31,6 +30,7 @@ from segcompact.config.model import LOCATION_KEYS, CompactionStrategy, Compactor
 from segcompact.config.values import MISSING, Invalid, interval_ms
 from segcompact.erasure.schedule import unreachable
 from segcompact.errors import ConfigError
+from segcompact.format.logdir import MAX_TOPIC_LENGTH, TOPIC_CHARACTERS, is_topic_name
 
 
 def load_config(path: str | os.PathLike[str]) -> CompactorConfig:
@@ -105,13 +105,13 @@ class _Parser:
         given = {DEFAULTS: {k: s.value for k, s in defaults.items()}}
         for name, table in data.get("topics", {}).items():
             where = f"[topics.{show(name)}]"
-            if not TOPIC_NAME.match(name) or name in (".", ".."):
+            if not is_topic_name(name):
                 raise self.fail(
                     where,
                     None,
                     MISSING,
-                    f"invalid topic name {show(name)} ({len(name)} characters): expected 1 to 249 "
-                    "characters from a-z A-Z 0-9 . _ - (and not . or ..)",
+                    f"invalid topic name {show(name)} ({len(name)} characters): expected 1 to "
+                    f"{MAX_TOPIC_LENGTH} characters from {TOPIC_CHARACTERS} (and not . or ..)",
                 )
             if not isinstance(table, dict):
                 raise self.fail(where, None, table, "expected a table of topic settings")

@@ -16,13 +16,13 @@ table.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Collection
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from segcompact import delta_native
+from segcompact.format.logdir import is_topic_name
 from segcompact.spark.partitions import of_partitions
 from segcompact.spark.tables import Table, session_settings
 from segcompact.timing import timed
@@ -36,7 +36,6 @@ _OPTIMIZE = {
     "spark.databricks.delta.optimize.minFileSize": str(SMALL_BYTES),
     "spark.databricks.delta.optimize.maxFileSize": str(2 * SMALL_BYTES),
 }
-_TOPIC = re.compile(r"[A-Za-z0-9._-]+")  # Kafka's legal topic names
 _BY = ("topic", "partition")
 
 
@@ -54,7 +53,7 @@ def compact_small_files(
     due = sorted(
         (topic, partition)
         for topic, partition in partitions
-        if counts.get((topic, partition), 0) >= least and _TOPIC.fullmatch(topic)
+        if counts.get((topic, partition), 0) >= least and is_topic_name(topic)
     )
     if not due:
         return

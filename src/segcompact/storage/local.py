@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import shutil
 import stat
@@ -86,7 +87,11 @@ class LocalFileSystem:
     def point(self, link: str, target: str) -> None:
         if not self._links:
             return
-        tmp = f"{link}.publishing"
+        # Named for the link by a hash: ``<link>.publishing`` would pass the 255-byte file-name
+        # limit for the longest partition names Kafka allows.
+        directory, name = os.path.split(link)
+        digest = hashlib.sha256(os.fsencode(name)).hexdigest()[:32]
+        tmp = os.path.join(directory, f".{digest}.publishing")
         if os.path.lexists(tmp):
             os.remove(tmp)
         os.symlink(os.path.relpath(target, os.path.dirname(link)), tmp)
