@@ -17,6 +17,8 @@ from segcompact.config.locations import is_table_name, is_uri, resolve_location
 from segcompact.config.model import (
     INT_MAX,
     LONG_MAX,
+    MAX_MS,
+    MIN_TRIGGER_MS,
     CompactionStrategy,
     CompactorConfig,
     MetricsConfig,
@@ -32,6 +34,8 @@ from segcompact.config.parser import load_config, parse_config
 __all__ = [
     "INT_MAX",
     "LONG_MAX",
+    "MAX_MS",
+    "MIN_TRIGGER_MS",
     "CompactionStrategy",
     "CompactorConfig",
     "MetricsConfig",

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from segcompact.config.locations import is_uri
-from segcompact.config.model import LONG_MAX, ChoiceEnum
+from segcompact.config.model import MAX_MS, MIN_TRIGGER_MS, ChoiceEnum
 from segcompact.format.attributes import Compression
 
 E = TypeVar("E", bound=ChoiceEnum)
@@ -46,6 +46,11 @@ def integer(lo: int, hi: int, *, also: str = "") -> Callable[[object], int]:
         return value
 
     return parse
+
+
+def millis(lo: int) -> Callable[[object], int]:
+    """A parser of durations in ms from ``lo`` to :data:`~segcompact.config.model.MAX_MS`."""
+    return integer(lo, MAX_MS, also=" (100 years)")
 
 
 def ratio(value: object) -> float:
@@ -118,14 +123,14 @@ def compression(value: object) -> Compression | None:
     return _COMPRESSION_TYPES[name]
 
 
-_positive_long = integer(1, LONG_MAX, also=', or "none"')
+_sla_ms = integer(1, MAX_MS, also=' (100 years), or "none"')
 
 
 def sla(value: object) -> int | None:
-    """``gdpr.deletion.sla.ms``: a positive long, or "none" (no SLA)."""
+    """``gdpr.deletion.sla.ms``: a duration in ms, or "none" (no SLA)."""
     if isinstance(value, str) and value.strip().lower() == "none":
         return None
-    return _positive_long(value)
+    return _sla_ms(value)
 
 
 def paths(value: object) -> tuple[str, ...]:
@@ -149,24 +154,31 @@ _INTERVAL = re.compile(
 
 
 def interval(value: object) -> str:
-    """A Spark processing-time interval ("10 seconds", "1 minute 30 seconds"), as written.
+    """A Spark processing-time interval ("10 seconds", "1 minute 30 seconds"), as written,
+    from 100 milliseconds (:data:`~segcompact.config.model.MIN_TRIGGER_MS`) to 100 years.
 
     Spark reads it; this only checks it first, so a typo fails before a JVM starts. Fractions
     are left out as rarely wanted.
     """
-    if (
+    if not (
         isinstance(value, str)
+        and len(value) < 200  # keeps the numbers' int() cheap
         and _INTERVAL.match(value)
         and all(
             unit.lower().removesuffix("s") in _INTERVAL_UNITS
             for unit in _INTERVAL_UNIT.findall(value)
         )
     ):
-        return value.strip()
-    units = ", ".join(f"{u}s" for u in _INTERVAL_UNITS)
-    raise Invalid(
-        f'expected a Spark interval "<n> <unit>" such as "10 seconds", unit one of {units}'
-    )
+        units = ", ".join(f"{u}s" for u in _INTERVAL_UNITS)
+        raise Invalid(
+            f'expected a Spark interval "<n> <unit>" such as "10 seconds", unit one of {units}'
+        )
+    if not MIN_TRIGGER_MS <= interval_ms(value) <= MAX_MS:
+        raise Invalid(
+            f"expected an interval from {MIN_TRIGGER_MS} milliseconds to 100 years (shorter "
+            "ones list the source roots while idle as fast as Spark polls, every 10 ms)"
+        )
+    return value.strip()
 
 
 _UNIT_MS = {
