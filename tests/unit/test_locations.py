@@ -29,7 +29,7 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def _config(**sections: Any) -> None:
-    data = {
+    data: dict[str, dict[str, Any]] = {
         "source": {"paths": ["elsewhere/in"]},
         "state": {"table": "elsewhere/state"},
         "output": {"path": "elsewhere/out"},

@@ -4,7 +4,8 @@ Pure: stdlib ``tomllib`` and dataclasses only, so the CLI can reject a bad file 
 a JVM. The package, by job:
 
 - :mod:`~segcompact.config.model`: the public model (enums and frozen dataclasses).
-- :mod:`~segcompact.config.locations`: paths, URIs and catalog names; when two collide.
+- :mod:`~segcompact.config.locations`: paths, URIs and catalog names; when two collide (where
+  they lead: the one place the config reads the disk besides the file, following symlinks).
 - :mod:`~segcompact.config.values`: parsers of single values (integers, ratios, codecs, ...).
 - :mod:`~segcompact.config.keys`: the sections and keys a file may use.
 - :mod:`~segcompact.config.parser`: reading a file, resolving topics, blaming bad keys.
