@@ -545,6 +545,20 @@ REJECTED: list[tuple[str, dict[str, Any], str, str | None, str]] = [
         'lies inside [source] paths = "s3a://b/state/in"',
     ),
     (
+        "output-nul",
+        {**SOURCE, "output": {"path": "o\0ut"}},
+        "[output] path",
+        '"o\\u0000ut"',
+        "expected a location without NUL characters",
+    ),
+    (
+        "source-nul",
+        {"source": {"paths": ["i\0n"]}},
+        "[source] paths",
+        '["i\\u0000n"]',
+        "expected locations without NUL characters",
+    ),
+    (
         "catalog-name-twice",
         {**SOURCE, "state": {"table": "main.sc.state", "ledger_table": "main.sc.STATE"}},
         "[state] ledger_table",

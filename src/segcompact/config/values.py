@@ -80,6 +80,15 @@ def text(value: object) -> str:
     return value
 
 
+def location(value: object) -> str:
+    """A path, URI or (for a Delta table) catalog name: a non-empty string without NUL, which
+    no file system allows (and which would fail the comparison of locations at start)."""
+    found = text(value)
+    if "\0" in found:
+        raise Invalid("expected a location without NUL characters")
+    return found
+
+
 def local_path(value: object) -> str:
     """A path on the machine segcompact runs on (a file it reads itself, not through Spark)."""
     if not isinstance(value, str) or not value.strip() or is_uri(value):
@@ -140,6 +149,8 @@ def paths(value: object) -> tuple[str, ...]:
     for item in value:
         if not isinstance(item, str) or not item.strip():
             raise Invalid(expected)
+        if "\0" in item:
+            raise Invalid("expected locations without NUL characters")
     if len(set(value)) != len(value):
         raise Invalid(expected + ", each listed once")
     return tuple(value)
@@ -175,8 +186,8 @@ def interval(value: object) -> str:
         )
     if not MIN_TRIGGER_MS <= interval_ms(value) <= MAX_MS:
         raise Invalid(
-            f"expected an interval from {MIN_TRIGGER_MS} milliseconds to 100 years (shorter "
-            "ones list the source roots while idle as fast as Spark polls, every 10 ms)"
+            f"expected an interval from {MIN_TRIGGER_MS} milliseconds to 100 years (with a "
+            "shorter one, Spark lists the source roots every 10 ms while no segment comes)"
         )
     return value.strip()
 
