@@ -184,11 +184,14 @@ def interval(value: object) -> str:
         raise Invalid(
             f'expected a Spark interval "<n> <unit>" such as "10 seconds", unit one of {units}'
         )
-    if not MIN_TRIGGER_MS <= interval_ms(value) <= MAX_MS:
-        raise Invalid(
-            f"expected an interval from {MIN_TRIGGER_MS} milliseconds to 100 years (with a "
-            "shorter one, Spark lists the source roots every 10 ms while no segment comes)"
+    ms = interval_ms(value)
+    if not MIN_TRIGGER_MS <= ms <= MAX_MS:
+        why = (
+            " (with a shorter one, Spark lists the source roots every 10 ms while no segment comes)"
+            if ms < MIN_TRIGGER_MS
+            else ""
         )
+        raise Invalid(f"expected an interval from {MIN_TRIGGER_MS} milliseconds to 100 years{why}")
     return value.strip()
 
 
