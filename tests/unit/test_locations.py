@@ -161,7 +161,9 @@ def _spellings(work: Path) -> list[Callable[[str], str]]:
     ]
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=200)
+@settings(
+    suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=200, deadline=None
+)
 @given(
     base=st.lists(_NAMES, min_size=1, max_size=3),
     extra=st.lists(_NAMES, min_size=1, max_size=2),
