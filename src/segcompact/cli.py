@@ -518,12 +518,13 @@ def _verify_erasure(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    if not args.to.strip():
+        raise UsageError("--to: empty path (name the folder to export into)")
     config = _load(args.config)
     from segcompact.export import export
     from segcompact.publication import Output
 
-    if args.to:
-        config.storage.check("--to", args.to)
+    config.storage.check("--to", args.to)
     done = export(
         Output(config.output.path, config.storage),
         args.to,

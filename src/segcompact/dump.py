@@ -219,8 +219,14 @@ def dump(
     :class:`~segcompact.errors.CorruptBatchError` naming file, position and reason.
     """
     for path in paths:  # every name checked before anything is printed
+        if os.path.isdir(path):
+            raise UsageError(f"{path}: is a directory (name the segment or index files in it)")
         if not os.path.isfile(path):
-            raise UsageError(f"{path}: no such file")
+            raise UsageError(
+                f"{path}: no such file"
+                if not os.path.exists(path)
+                else f"{path}: not a regular file"
+            )
         if not path.endswith((".log", ".index", ".timeindex")):
             raise UsageError(f"{path}: not a .log, .index or .timeindex file")
     for path in paths:

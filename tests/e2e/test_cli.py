@@ -210,6 +210,20 @@ BAD_CONFIGS = {
         + '[topics."orders"]\n"max.compaction.lag.ms" = 1000\n',
         ["max.compaction.lag.ms", "1000", "min.compaction.lag.ms", "60000"],
     ),
+    "sla-long-max": (
+        _GOOD + '[defaults]\n"gdpr.deletion.sla.ms" = 9223372036854775807\n',
+        ["gdpr.deletion.sla.ms", "expected an integer from 1 to 3153600000000 (100 years)"],
+    ),
+    "lease-long-max": (
+        _GOOD + "lease_timeout_ms = 9223372036854775807\n",
+        ["[stream] lease_timeout_ms", "from 3000 to 3153600000000 (100 years)"],
+    ),
+    "trigger-zero": (
+        _GOOD + 'trigger_interval = "0 seconds"\n',
+        ["[stream] trigger_interval", "from 100 milliseconds to 100 years"],
+    ),
+    "output-is-source": (_GOOD.replace('path = "out"', 'path = "./in/"'), ["[output] path"]),
+    "nested-too-deeply": (_GOOD + "x = " + "[\n" * 100_000, ["nested too deeply"]),
 }
 
 
@@ -508,6 +522,8 @@ def test_every_command_refuses_a_bad_config_before_writing(
         (["export", "--config", "compactor.toml", "--to", "s3x://b/x"], ["--to", "unknown scheme"]),
         (["dump", "nowhere.log"], ["nowhere.log: no such file"]),
         (["dump", "compactor.toml"], ["compactor.toml: not a .log, .index or .timeindex file"]),
+        (["dump", "in"], ["in: is a directory"]),
+        (["export", "--config", "compactor.toml", "--to", ""], ["--to: empty path"]),
         (["demo", "--config", "missing.toml"], ["missing.toml", "cannot read config file"]),
     ],
 )
@@ -515,3 +531,23 @@ def test_each_commands_own_bad_arguments_are_refused_before_writing(
     tmp_path: Path, args: list[str], mentions: list[str]
 ) -> None:
     _refused(tmp_path, args, *mentions)
+
+
+@pytest.mark.parametrize("spelling", ["absolute", "symlink"])
+def test_an_output_in_the_source_in_any_spelling_is_refused_before_writing(
+    tmp_path: Path, spelling: str
+) -> None:
+    """The issue's case: the output is the source root, spelled otherwise (the source written
+    absolute, or reached through a symlink): exit 2 naming both, nothing written."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "link").symlink_to("src")
+    source, output = (f"{tmp_path}/src/", "src") if spelling == "absolute" else ("src", "link")
+    config = _GOOD.replace('["in"]', json.dumps([source])).replace('"out"', json.dumps(output))
+    (tmp_path / "compactor.toml").write_text(config)
+    before = _files(tmp_path)
+    _assert_usage_error(
+        run_cli("run", "--once", "--config", "compactor.toml", cwd=tmp_path),
+        f'[output] path = "{output}" (at "{os.path.realpath(tmp_path / "src")}")',
+        f"[source] paths = {json.dumps(source)}",
+    )
+    assert _files(tmp_path) == before

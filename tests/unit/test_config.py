@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from segcompact.config import (
     INT_MAX,
     LONG_MAX,
+    MAX_MS,
+    MIN_TRIGGER_MS,
     CompactionStrategy,
     CompactorConfig,
     SourceConfig,
@@ -202,7 +204,49 @@ REJECTED: list[tuple[str, dict[str, Any], str, str | None, str]] = [
         {**SOURCE, "stream": {"materialize_check_interval_ms": "0"}},
         "[stream] materialize_check_interval_ms",
         '"0"',
-        f"expected an integer from 1 to {LONG_MAX}",
+        f"expected an integer from 1 to {MAX_MS} (100 years)",
+    ),
+    (
+        "check-interval-long-max",
+        {**SOURCE, "stream": {"materialize_check_interval_ms": LONG_MAX}},
+        "[stream] materialize_check_interval_ms",
+        str(LONG_MAX),
+        f"expected an integer from 1 to {MAX_MS} (100 years)",
+    ),
+    (
+        "lease-long-max",
+        {**SOURCE, "stream": {"lease_timeout_ms": LONG_MAX}},
+        "[stream] lease_timeout_ms",
+        str(LONG_MAX),
+        f"expected an integer from 3000 to {MAX_MS} (100 years)",
+    ),
+    (
+        "file-retention-long-max",
+        {**SOURCE, "state": {"deleted_file_retention_ms": LONG_MAX}},
+        "[state] deleted_file_retention_ms",
+        str(LONG_MAX),
+        f"expected an integer from 0 to {MAX_MS} (100 years)",
+    ),
+    (
+        "trigger-zero",
+        {**SOURCE, "stream": {"trigger_interval": "0 seconds"}},
+        "[stream] trigger_interval",
+        '"0 seconds"',
+        "expected an interval from 100 milliseconds to 100 years",
+    ),
+    (
+        "trigger-microseconds",
+        {**SOURCE, "stream": {"trigger_interval": "7 microseconds"}},
+        "[stream] trigger_interval",
+        '"7 microseconds"',
+        "expected an interval from 100 milliseconds to 100 years",
+    ),
+    (
+        "trigger-overflow",
+        {**SOURCE, "stream": {"trigger_interval": "9223372036854775807 weeks"}},
+        "[stream] trigger_interval",
+        '"9223372036854775807 weeks"',
+        "expected an interval from 100 milliseconds to 100 years",
     ),
     # topic-level values
     (
@@ -245,7 +289,7 @@ REJECTED: list[tuple[str, dict[str, Any], str, str | None, str]] = [
         {**SOURCE, "defaults": {"delete.retention.ms": -1}},
         "[defaults] delete.retention.ms",
         "-1",
-        f"expected an integer from 0 to {LONG_MAX}",
+        f"expected an integer from 0 to {MAX_MS} (100 years)",
     ),
     (
         "retention-text",
@@ -273,7 +317,21 @@ REJECTED: list[tuple[str, dict[str, Any], str, str | None, str]] = [
         {**SOURCE, "defaults": {"delete.retention.ms": "9223372036854775808"}},
         "[defaults] delete.retention.ms",
         '"9223372036854775808"',
-        f"expected an integer from 0 to {LONG_MAX}",
+        f"expected an integer from 0 to {MAX_MS} (100 years)",
+    ),
+    (
+        "retention-long-max",
+        {**SOURCE, "defaults": {"delete.retention.ms": LONG_MAX}},
+        "[defaults] delete.retention.ms",
+        str(LONG_MAX),
+        f"expected an integer from 0 to {MAX_MS} (100 years)",
+    ),
+    (
+        "min-lag-long-max",
+        {**SOURCE, "defaults": {"min.compaction.lag.ms": LONG_MAX}},
+        "[defaults] min.compaction.lag.ms",
+        str(LONG_MAX),
+        f"expected an integer from 0 to {MAX_MS} (100 years)",
     ),
     (
         "retention-underscores",
@@ -357,7 +415,14 @@ REJECTED: list[tuple[str, dict[str, Any], str, str | None, str]] = [
         {**SOURCE, "defaults": {"gdpr.deletion.sla.ms": 0}},
         "[defaults] gdpr.deletion.sla.ms",
         "0",
-        f'expected an integer from 1 to {LONG_MAX}, or "none"',
+        f'expected an integer from 1 to {MAX_MS} (100 years), or "none"',
+    ),
+    (
+        "sla-long-max",
+        {**SOURCE, "defaults": {"gdpr.deletion.sla.ms": LONG_MAX}},
+        "[defaults] gdpr.deletion.sla.ms",
+        str(LONG_MAX),
+        f'expected an integer from 1 to {MAX_MS} (100 years), or "none"',
     ),
     (
         "sla-text",
@@ -479,6 +544,20 @@ REJECTED: list[tuple[str, dict[str, Any], str, str | None, str]] = [
         "[state] table",
         '"s3a://b/state"',
         'lies inside [source] paths = "s3a://b/state/in"',
+    ),
+    (
+        "output-nul",
+        {**SOURCE, "output": {"path": "o\0ut"}},
+        "[output] path",
+        '"o\\u0000ut"',
+        "expected a location without NUL characters",
+    ),
+    (
+        "source-nul",
+        {"source": {"paths": ["i\0n"]}},
+        "[source] paths",
+        '["i\\u0000n"]',
+        "expected locations without NUL characters",
     ),
     (
         "catalog-name-twice",
@@ -704,12 +783,12 @@ def test_strings_numbers_booleans_and_case() -> None:
 
 
 INTEGER_KEYS = [
-    ("delete.retention.ms", "delete_retention_ms", 0, LONG_MAX),
-    ("min.compaction.lag.ms", "min_compaction_lag_ms", 0, LONG_MAX),
+    ("delete.retention.ms", "delete_retention_ms", 0, MAX_MS),
+    ("min.compaction.lag.ms", "min_compaction_lag_ms", 0, MAX_MS),
     ("max.compaction.lag.ms", "max_compaction_lag_ms", 1, LONG_MAX),
     ("segment.bytes", "segment_bytes", 14, INT_MAX),
     ("index.interval.bytes", "index_interval_bytes", 0, INT_MAX),
-    ("gdpr.deletion.sla.ms", "gdpr_deletion_sla_ms", 1, LONG_MAX),
+    ("gdpr.deletion.sla.ms", "gdpr_deletion_sla_ms", 1, MAX_MS),
 ]
 
 
@@ -720,9 +799,9 @@ def test_integer_as_int_or_string_parses_the_same(
     key, attr, lo, hi = spec
     sections: dict[str, dict[str, object]] = {}
     if key == "gdpr.deletion.sla.ms":  # an SLA must leave the upkeep a quarter of it to run
-        lo = 4
+        lo = 4 * MIN_TRIGGER_MS
         sections = {
-            "stream": {"materialize_check_interval_ms": 1, "trigger_interval": "0 seconds"},
+            "stream": {"materialize_check_interval_ms": 1, "trigger_interval": "100 milliseconds"},
             "state": {"deleted_file_retention_ms": 0},
         }
     n = data.draw(st.integers(lo, hi))
@@ -752,10 +831,11 @@ def test_integer_out_of_range_is_rejected(
         "1 minute 30 seconds",
         "interval 1 hour",
         "INTERVAL 2 Hours",
-        "0 seconds",
+        "100 milliseconds",
+        "100000 microseconds",
         "1 day",
         " 3 weeks ",
-        "7 microseconds",
+        "5214 weeks",
     ],
 )
 def test_trigger_interval_is_checked_then_kept_for_spark(text: str) -> None:

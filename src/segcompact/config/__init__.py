@@ -4,7 +4,8 @@ Pure: stdlib ``tomllib`` and dataclasses only, so the CLI can reject a bad file 
 a JVM. The package, by job:
 
 - :mod:`~segcompact.config.model`: the public model (enums and frozen dataclasses).
-- :mod:`~segcompact.config.locations`: paths, URIs and catalog names; when two collide.
+- :mod:`~segcompact.config.locations`: paths, URIs and catalog names; when two collide (where
+  they lead: the one place the config reads the disk besides the file, following symlinks).
 - :mod:`~segcompact.config.values`: parsers of single values (integers, ratios, codecs, ...).
 - :mod:`~segcompact.config.keys`: the sections and keys a file may use.
 - :mod:`~segcompact.config.parser`: reading a file, resolving topics, blaming bad keys.
@@ -17,6 +18,8 @@ from segcompact.config.locations import is_table_name, is_uri, resolve_location
 from segcompact.config.model import (
     INT_MAX,
     LONG_MAX,
+    MAX_MS,
+    MIN_TRIGGER_MS,
     CompactionStrategy,
     CompactorConfig,
     MetricsConfig,
@@ -32,6 +35,8 @@ from segcompact.config.parser import load_config, parse_config
 __all__ = [
     "INT_MAX",
     "LONG_MAX",
+    "MAX_MS",
+    "MIN_TRIGGER_MS",
     "CompactionStrategy",
     "CompactorConfig",
     "MetricsConfig",

@@ -40,8 +40,9 @@ TOPIC_KEYS = _keys(
     Key("compaction.strategy.header", "strategy_header", v.text),
     Key("compaction.tombstone.mode", "tombstone_mode", v.choice(TombstoneMode)),
     Key("compaction.tombstone.header", "tombstone_header", v.text),
-    Key("delete.retention.ms", "delete_retention_ms", v.integer(0, LONG_MAX)),
-    Key("min.compaction.lag.ms", "min_compaction_lag_ms", v.integer(0, LONG_MAX)),
+    Key("delete.retention.ms", "delete_retention_ms", v.millis(0)),
+    Key("min.compaction.lag.ms", "min_compaction_lag_ms", v.millis(0)),
+    # Kafka's whole range, Long.MAX_VALUE (its default) meaning "never": it is only compared.
     Key("max.compaction.lag.ms", "max_compaction_lag_ms", v.integer(1, LONG_MAX)),
     Key("min.cleanable.dirty.ratio", "min_cleanable_dirty_ratio", v.ratio),
     # Kafka's topic-level segment.bytes long allowed anything from 14 (one v0 record's
@@ -61,23 +62,21 @@ SECTIONS: dict[str, dict[str, Key]] = {
         Key("rolled_only", "rolled_only", v.boolean),
     ),
     "state": _keys(
-        Key("table", "table", v.text, required=True),
-        Key("partitions_table", "partitions_table", v.text),
-        Key("pending_table", "pending_table", v.text),
-        Key("young_table", "young_table", v.text),
-        Key("ledger_table", "ledger_table", v.text),
+        Key("table", "table", v.location, required=True),
+        Key("partitions_table", "partitions_table", v.location),
+        Key("pending_table", "pending_table", v.location),
+        Key("young_table", "young_table", v.location),
+        Key("ledger_table", "ledger_table", v.location),
         Key("ledger_secret_file", "ledger_secret_file", v.local_path),
-        Key("deleted_file_retention_ms", "deleted_file_retention_ms", v.integer(0, LONG_MAX)),
+        Key("deleted_file_retention_ms", "deleted_file_retention_ms", v.millis(0)),
     ),
-    "output": _keys(Key("path", "path", v.text, required=True)),
+    "output": _keys(Key("path", "path", v.location, required=True)),
     "stream": _keys(
-        Key("checkpoint", "checkpoint", v.text, required=True),
+        Key("checkpoint", "checkpoint", v.location, required=True),
         Key("trigger_interval", "trigger_interval", v.interval),
         Key("max_segments_per_batch", "max_segments_per_batch", v.integer(0, INT_MAX)),
-        Key(
-            "materialize_check_interval_ms", "materialize_check_interval_ms", v.integer(1, LONG_MAX)
-        ),
-        Key("lease_timeout_ms", "lease_timeout_ms", v.integer(3_000, LONG_MAX)),
+        Key("materialize_check_interval_ms", "materialize_check_interval_ms", v.millis(1)),
+        Key("lease_timeout_ms", "lease_timeout_ms", v.millis(3_000)),
     ),
     "metrics": _keys(
         Key("port", "port", v.integer(1, 65_535)),

@@ -7,6 +7,12 @@ folder: DESIGN's examples (``"data/state"``) are run from the repository root, a
 a relative Hadoop path means the user's home on the default file system, which only Spark can
 resolve. Callers that want local paths pinned to a folder (the demo's ``--workdir``) use
 :func:`resolve_location`, through :meth:`~segcompact.config.CompactorConfig.with_base_dir`.
+
+Whether two locations collide is decided on where they lead, not on how they are spelled
+(:func:`where`): a local path made absolute against the working directory, ``~`` expanded and
+every symlink followed; a URI with its scheme's spelling folded and its path's ``.``, ``..``,
+doubled and trailing slashes removed. ``output = "src"`` beside ``paths = ["/abs/src/"]`` run
+from ``/abs`` is the same folder, as is a symlink to it.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import os
 import posixpath
 import re
 from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
 
 # A scheme of two or more letters, so that a Windows drive ("C:") is not taken for one.
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
@@ -59,12 +66,18 @@ class Place:
     def is_name(self) -> bool:
         return self.table and is_table_name(self.location)
 
+    @property
+    def resolved(self) -> str:
+        """Where the location leads (:func:`where`); a catalog name folded to one spelling."""
+        return _normal_name(self.location) if self.is_name else where(self.location)
+
 
 def overlap(a: Place, b: Place) -> bool:
-    """Whether ``a`` and ``b`` are the same table, or the same folder or one inside the other."""
+    """Whether ``a`` and ``b`` are the same table, or the same folder or one inside the other,
+    however each is spelled."""
     if a.is_name or b.is_name:
-        return a.is_name and b.is_name and _normal_name(a.location) == _normal_name(b.location)
-    x, y = _normal_location(a.location), _normal_location(b.location)
+        return a.is_name and b.is_name and a.resolved == b.resolved
+    x, y = a.resolved, b.resolved
     return x == y or x.startswith(y.rstrip("/") + "/") or y.startswith(x.rstrip("/") + "/")
 
 
@@ -72,7 +85,21 @@ def _normal_name(name: str) -> str:
     return name.replace("`", "").lower()
 
 
-def _normal_location(location: str) -> str:
-    if is_uri(location):
-        return location.rstrip("/")
-    return posixpath.normpath(location.replace(os.sep, "/"))
+# Schemes that reach the same objects by another name: Hadoop's s3a, s3n and s3 read one bucket.
+_SAME_STORE = {"s3": "s3a", "s3n": "s3a", "abfs": "abfss", "wasb": "wasbs", "gcs": "gs"}
+
+
+def where(location: str) -> str:
+    """Where a local path or URI leads, as one spelling: ``./data/../out/`` run from ``/w`` is
+    ``/w/out`` (or the folder a symlink on the way points to), ``S3://b//x/./y/`` is
+    ``s3a://b/x/y``. ``file:`` and ``dbfs:`` URIs lead to the local paths they name."""
+    if not is_uri(location):
+        return os.path.realpath(os.path.expanduser(location)).replace(os.sep, "/")
+    parts = urlsplit(location)
+    scheme = parts.scheme.lower()
+    if scheme == "file":
+        return where(unquote(parts.path) or "/")
+    if scheme == "dbfs":  # dbfs:/x is the cluster's /dbfs/x mount
+        return where("/dbfs/" + location.split(":", 1)[1].lstrip("/"))
+    path = posixpath.normpath("/" + parts.path.lstrip("/")).lstrip("/")
+    return f"{_SAME_STORE.get(scheme, scheme)}://{parts.netloc}/{path}".rstrip("/")

@@ -14,10 +14,10 @@ class Shown(str):
 
 
 def show(value: object) -> str:
-    """``value`` as TOML would spell it, short and on one line."""
+    """``value`` as TOML would spell it, short and on one line (a :class:`Shown` as it is)."""
     if isinstance(value, Shown):
-        text = str(value)
-    elif isinstance(value, str):
+        return str(value)
+    if isinstance(value, str):
         text = json.dumps(value)
     elif isinstance(value, bool):
         text = "true" if value else "false"

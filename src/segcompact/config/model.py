@@ -22,6 +22,17 @@ if TYPE_CHECKING:
 
 LONG_MAX = 2**63 - 1  # Kafka's long, as in *.ms settings
 INT_MAX = 2**31 - 1  # Kafka's int, as in *.bytes settings
+# The longest duration a *_ms / *.ms setting may hold: 100 years. The job adds them to times
+# (a deadline is appended + gdpr.deletion.sla.ms, a horizon now + delete.retention.ms, a lease
+# expires at now + lease_timeout_ms) and stores the sums as Delta timestamps (microseconds in a
+# long) and shows them as Python datetimes (year 9999 at most): with this bound every such sum
+# fits for any clock before the year 9800. Kafka's Long.MAX_VALUE overflows both. Only
+# max.compaction.lag.ms keeps Kafka's whole range: it is compared, never added, and its
+# default, Long.MAX_VALUE, means "never".
+MAX_MS = 100 * 365 * 86_400_000
+# The shortest [stream] trigger_interval: with 0 Spark asks the source for new segments every
+# 10 ms while none come (its polling delay), listing every source root each time.
+MIN_TRIGGER_MS = 100
 
 
 class ChoiceEnum(enum.StrEnum):

@@ -10,6 +10,7 @@ A topic's settings resolve as Kafka's default < ``[defaults]`` < ``[topics."<nam
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -32,20 +33,34 @@ from segcompact.erasure.schedule import unreachable
 from segcompact.errors import ConfigError
 from segcompact.format.logdir import MAX_TOPIC_LENGTH, TOPIC_CHARACTERS, is_topic_name
 
+# The longest line a config file may have. Nesting is what it bounds: tomllib reads a dotted
+# key or table name in time and memory that grow with the square of its parts (100,000 parts
+# take gigabytes), and a dotted key or an inline table cannot span lines. Deep arrays, which
+# can, end in a RecursionError.
+MAX_LINE = 10_000
+
 
 def load_config(path: str | os.PathLike[str]) -> CompactorConfig:
     """Read and check a TOML config file; :class:`ConfigError` on any problem."""
     name = os.fspath(path)
     try:
         with open(name, "rb") as f:
-            data = tomllib.load(f)
+            raw = f.read()
+        for number, line in enumerate(raw.splitlines(), 1):
+            if len(line) > MAX_LINE:
+                raise ConfigError(
+                    f"{name}: line {number} is {len(line)} bytes long, "
+                    f"expected at most {MAX_LINE} bytes"
+                )
+        return parse_config(tomllib.loads(raw.decode()), name)
     except OSError as e:
         raise ConfigError(one_line(f"{name}: cannot read config file: {e.strerror or e}")) from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(one_line(f"{name}: invalid TOML: {e}")) from None
     except UnicodeDecodeError as e:
         raise ConfigError(one_line(f"{name}: invalid TOML: not UTF-8 at byte {e.start}")) from None
-    return parse_config(data, name)
+    except RecursionError:
+        raise ConfigError(f"{name}: nested too deeply (arrays, tables or dotted keys)") from None
 
 
 def parse_config(data: Mapping[str, Any], source: str) -> CompactorConfig:
@@ -252,9 +267,11 @@ class _Parser:
     def check_locations(
         self, config: CompactorConfig, found: dict[str, dict[str, _Setting]]
     ) -> None:
-        """No two locations may be the same folder or nested: VACUUM of a Delta table deletes
-        the files it does not track under its folder, and output under a source root is read
-        back as input."""
+        """No two locations may be the same folder or nested, however each is spelled
+        (relative or absolute, through a symlink: compared where they lead): VACUUM of a Delta
+        table deletes the files it does not track under its folder, and output under a source
+        root is read back as input. The message shows where both lead when that is not how the
+        file spells them."""
         places = [Place("[source]", "paths", p, True) for p in config.source.paths]
         for section, key, table in LOCATION_KEYS:
             location = getattr(getattr(config, section), key)
@@ -269,7 +286,11 @@ class _Parser:
                 culprit, other = (
                     (earlier, later) if earlier.in_file and not later.in_file else (later, earlier)
                 )
-                shown = show(culprit.location) + ("" if culprit.in_file else " (the default)")
+                shown = Shown(
+                    show(culprit.location)
+                    + ("" if culprit.in_file else " (the default)")
+                    + _leads(culprit)
+                )
                 expected = (
                     "expected a table of its own, not also"
                     if culprit.is_name
@@ -278,9 +299,18 @@ class _Parser:
                 raise self.fail(
                     culprit.where,
                     culprit.key,
-                    Shown(shown),
-                    f"{expected} {other.where} {other.key} = {show(other.location)}",
+                    shown,
+                    f"{expected} {other.where} {other.key} = {show(other.location)}"
+                    + _leads(other),
                 )
+
+
+def _leads(place: Place) -> str:
+    """ " (at <where it leads>)", in full, for a location spelled otherwise; "" for a catalog
+    name."""
+    if place.is_name or place.resolved == place.location:
+        return ""
+    return f" (at {json.dumps(place.resolved)})"
 
 
 def _long(setting: _Setting) -> int:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from segcompact.config.locations import is_uri
-from segcompact.config.model import LONG_MAX, ChoiceEnum
+from segcompact.config.model import MAX_MS, MIN_TRIGGER_MS, ChoiceEnum
 from segcompact.format.attributes import Compression
 
 E = TypeVar("E", bound=ChoiceEnum)
@@ -48,6 +48,11 @@ def integer(lo: int, hi: int, *, also: str = "") -> Callable[[object], int]:
     return parse
 
 
+def millis(lo: int) -> Callable[[object], int]:
+    """A parser of durations in ms from ``lo`` to :data:`~segcompact.config.model.MAX_MS`."""
+    return integer(lo, MAX_MS, also=" (100 years)")
+
+
 def ratio(value: object) -> float:
     if isinstance(value, str) and _DECIMAL.match(value.strip()):
         value = float(value.strip())
@@ -73,6 +78,15 @@ def text(value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise Invalid("expected a non-empty string")
     return value
+
+
+def location(value: object) -> str:
+    """A path, URI or (for a Delta table) catalog name: a non-empty string without NUL, which
+    no file system allows (and which would fail the comparison of locations at start)."""
+    found = text(value)
+    if "\0" in found:
+        raise Invalid("expected a location without NUL characters")
+    return found
 
 
 def local_path(value: object) -> str:
@@ -118,14 +132,14 @@ def compression(value: object) -> Compression | None:
     return _COMPRESSION_TYPES[name]
 
 
-_positive_long = integer(1, LONG_MAX, also=', or "none"')
+_sla_ms = integer(1, MAX_MS, also=' (100 years), or "none"')
 
 
 def sla(value: object) -> int | None:
-    """``gdpr.deletion.sla.ms``: a positive long, or "none" (no SLA)."""
+    """``gdpr.deletion.sla.ms``: a duration in ms, or "none" (no SLA)."""
     if isinstance(value, str) and value.strip().lower() == "none":
         return None
-    return _positive_long(value)
+    return _sla_ms(value)
 
 
 def paths(value: object) -> tuple[str, ...]:
@@ -135,6 +149,8 @@ def paths(value: object) -> tuple[str, ...]:
     for item in value:
         if not isinstance(item, str) or not item.strip():
             raise Invalid(expected)
+        if "\0" in item:
+            raise Invalid("expected locations without NUL characters")
     if len(set(value)) != len(value):
         raise Invalid(expected + ", each listed once")
     return tuple(value)
@@ -149,24 +165,34 @@ _INTERVAL = re.compile(
 
 
 def interval(value: object) -> str:
-    """A Spark processing-time interval ("10 seconds", "1 minute 30 seconds"), as written.
+    """A Spark processing-time interval ("10 seconds", "1 minute 30 seconds"), as written,
+    from 100 milliseconds (:data:`~segcompact.config.model.MIN_TRIGGER_MS`) to 100 years.
 
     Spark reads it; this only checks it first, so a typo fails before a JVM starts. Fractions
     are left out as rarely wanted.
     """
-    if (
+    if not (
         isinstance(value, str)
+        and len(value) < 200  # keeps the numbers' int() cheap
         and _INTERVAL.match(value)
         and all(
             unit.lower().removesuffix("s") in _INTERVAL_UNITS
             for unit in _INTERVAL_UNIT.findall(value)
         )
     ):
-        return value.strip()
-    units = ", ".join(f"{u}s" for u in _INTERVAL_UNITS)
-    raise Invalid(
-        f'expected a Spark interval "<n> <unit>" such as "10 seconds", unit one of {units}'
-    )
+        units = ", ".join(f"{u}s" for u in _INTERVAL_UNITS)
+        raise Invalid(
+            f'expected a Spark interval "<n> <unit>" such as "10 seconds", unit one of {units}'
+        )
+    ms = interval_ms(value)
+    if not MIN_TRIGGER_MS <= ms <= MAX_MS:
+        why = (
+            " (with a shorter one, Spark lists the source roots every 10 ms while no segment comes)"
+            if ms < MIN_TRIGGER_MS
+            else ""
+        )
+        raise Invalid(f"expected an interval from {MIN_TRIGGER_MS} milliseconds to 100 years{why}")
+    return value.strip()
 
 
 _UNIT_MS = {
