@@ -10,10 +10,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from pyspark.sql import SparkSession
 
 from segcompact.spark.session import get_spark
 from tests.support.spark import JVM_OPTIONS
+
+# No test asserts a time: hypothesis's per-example deadline (200 ms) failed examples on a
+# loaded two-core machine, where a property that touches the disk may wait on another process.
+settings.register_profile("segcompact", deadline=None)
+settings.load_profile("segcompact")
 
 
 def pytest_configure(config: pytest.Config) -> None:
