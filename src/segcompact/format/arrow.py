@@ -199,6 +199,7 @@ def decode_segment(
                     batch.base_offset,
                     batch.base_timestamp,
                     index,
+                    batch.last_offset - batch.base_offset,
                 )
             except (CorruptBatchError, ValueError) as e:
                 error = e if isinstance(e, CorruptBatchError) else CorruptBatchError(str(e))
