@@ -171,6 +171,12 @@ def to_record_batch(
     return pa.RecordBatch.from_arrays([arrays[f.name] for f in SCHEMA], schema=SCHEMA)
 
 
+def _reason(e: Exception) -> str:
+    # The compiled decoder's ValueError says what the Python one's CorruptBatchError does;
+    # anything else names its type, not having been foreseen.
+    return str(e) if type(e) is ValueError else f"{type(e).__name__}: {e}"
+
+
 def decode_segment(
     reader: SegmentReader,
     topic: str,
@@ -201,8 +207,10 @@ def decode_segment(
                     index,
                     batch.last_offset - batch.base_offset,
                 )
-            except (CorruptBatchError, ValueError) as e:
-                error = e if isinstance(e, CorruptBatchError) else CorruptBatchError(str(e))
+            except (MemoryError, OSError):
+                raise  # not the batch's fault
+            except Exception as e:  # the batch's content, whatever raised on it
+                error = e if isinstance(e, CorruptBatchError) else CorruptBatchError(_reason(e))
                 raise error.located(
                     file=reader.path, position=batch.position, base_offset=batch.base_offset
                 ) from None
