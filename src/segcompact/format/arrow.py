@@ -22,6 +22,7 @@ from segcompact.errors import CorruptBatchError
 from segcompact.format.attributes import TimestampType
 from segcompact.format.batch import RecordBatch
 from segcompact.format.columns import MAX_TIMESTAMP_MS, Buffer, ColumnBuffers, column_builder
+from segcompact.format.control import check_control_records
 from segcompact.format.segment import SegmentReader
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
@@ -198,6 +199,8 @@ def decode_segment(
     try:
         for batch in reader:
             try:
+                if batch.is_control:  # rare: checked on the reference decoder's records
+                    check_control_records(batch.records(limits.max_uncompressed_bytes))
                 index = meta.add(batch)
                 builder.append(
                     batch.payload(limits.max_uncompressed_bytes),
