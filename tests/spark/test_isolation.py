@@ -7,10 +7,15 @@ and the poisoned ones keep what came before the bad batch."""
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from segcompact.clock import ManualClock
 from segcompact.compaction.model import read_log_records
@@ -19,10 +24,14 @@ from segcompact.format.attributes import BatchAttr, Compression
 from segcompact.format.batch import assemble_batch, build_batch
 from segcompact.format.control import COMMIT_KEY
 from segcompact.format.record import Record, encode_record
+from segcompact.format.segment import read_batches
+from segcompact.publication import new_version_directory
 from segcompact.samples import generate_partition
 from segcompact.spark.job import Compactor
+from segcompact.spark.materialize import Plan, write_partitions
+from segcompact.spark.tables import RECORD_FIELDS
 from segcompact.status import read_status
-from segcompact.storage import LocalInputFile
+from segcompact.storage import LocalInputFile, Storage
 from tests.e2e.harness import model_of, model_output, model_state, output_records, state_table
 from tests.support.config import write_config
 
@@ -144,3 +153,72 @@ def test_a_poisoned_partition_stops_alone(spark: SparkSession, tmp_path: Path) -
     assert summary.materialized == {("healthy", p) for p in range(3)}
     expected = {tp: rows for tp, rows in model_output(model).items() if tp[0] == "healthy"}
     assert output_records(config) == expected
+
+
+def _plan(out: Path, topic: str, log_end_offset: int) -> Plan:
+    return Plan(
+        topic,
+        0,
+        1,
+        0,
+        log_end_offset,
+        Compression.NONE,
+        1 << 20,
+        4096,
+        str(out),
+        Storage(),
+        new_version_directory(topic, 0, 1),
+        ("forced",),
+        False,
+        NOW_MS,
+        0,
+        0,
+    )
+
+
+def _rows(topic: str, offsets: list[int]) -> list[dict[str, Any]]:
+    when = datetime.fromtimestamp(1_000, UTC)
+    return [
+        {
+            "topic": topic,
+            "partition": 0,
+            "key": b"k%d" % o,
+            "offset": o,
+            "timestamp": when,
+            "timestampType": 0,
+            "value": b"v",
+            "headers": [],
+            "order_value": None,
+            "tombstone": False,
+            "delete_horizon": None,
+            "raw": False,
+        }
+        for o in offsets
+    ]
+
+
+def test_a_partition_whose_output_cannot_be_written_fails_alone(tmp_path: Path) -> None:
+    """State rows the writer refuses (one past the partition's log end offset) in a task that
+    writes another partition after them: the first's result says why, the second is written."""
+    out = tmp_path / "out"
+    plans = {("bad", 0): _plan(out, "bad", 3), ("good", 0): _plan(out, "good", 10)}
+    schema = to_arrow_schema(
+        T.StructType([*RECORD_FIELDS, T.StructField("raw", T.BooleanType())]), timezone="UTC"
+    )
+    rows = _rows("bad", [0, 1, 5]) + _rows("good", [0, 2, 4])
+    batches = [pa.RecordBatch.from_pylist(rows[i : i + 2], schema=schema) for i in range(0, 6, 2)]
+    results = {r["topic"]: r for b in write_partitions(iter(batches), plans) for r in b.to_pylist()}
+    # Its rows are encoded as they come or, as here, when its last segment is closed.
+    assert results["bad"]["failed"] == (
+        "output not written (closing its last segment): ValueError: record at offset 5 is past "
+        "the log end offset 3"
+    )
+    assert results["bad"]["files"] is None
+    good = results["good"]
+    assert good["failed"] is None and good["records"] == 3
+    directory = out / plans[("good", 0)].directory
+    logs = sorted(directory.glob("*.log"))
+    written = [
+        r.offset for log in logs for b in read_batches(LocalInputFile(log)) for r in b.records()
+    ]
+    assert written == [0, 2, 4]

@@ -127,7 +127,7 @@ class PlanWriter:
             raise  # maybe transient: Spark retries the task
         except Exception as e:  # this partition's rows: it alone fails
             first, last = rows.column("offset")[0].as_py(), rows.column("offset")[-1].as_py()
-            self.failed = _failure(f"offsets {first} to {last}", e)
+            self.failed = _failure(f"writing state offsets {first} to {last}", e)
 
     def _add(self, rows: pa.Table) -> None:
         raw = rows.column("raw").to_numpy()
@@ -173,7 +173,7 @@ class PlanWriter:
             except (OSError, MemoryError):
                 raise
             except Exception as e:  # as in add
-                self.failed = _failure("the last segment", e)
+                self.failed = _failure("closing its last segment", e)
         return {"topic": plan.topic, "partition": plan.partition, "failed": self.failed}
 
     def _finish(self) -> dict[str, Any]:
@@ -194,7 +194,7 @@ class PlanWriter:
 
 def _failure(what: str, e: Exception) -> str:
     reason = " ".join(f"{type(e).__name__}: {e}".split())
-    return f"output not written: {what} of the state could not be written: {reason}"
+    return f"output not written ({what}): {reason}"
 
 
 def write_partitions(
