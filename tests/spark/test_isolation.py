@@ -32,7 +32,14 @@ from segcompact.spark.materialize import Plan, write_partitions
 from segcompact.spark.tables import RECORD_FIELDS
 from segcompact.status import read_status
 from segcompact.storage import LocalInputFile, Storage
-from tests.e2e.harness import model_of, model_output, model_state, output_records, state_table
+from tests.e2e.harness import (
+    model_of,
+    model_output,
+    model_state,
+    output_records,
+    publications,
+    state_table,
+)
 from tests.support.config import write_config
 
 pytestmark = pytest.mark.spark
@@ -222,3 +229,32 @@ def test_a_partition_whose_output_cannot_be_written_fails_alone(tmp_path: Path) 
         r.offset for log in logs for b in read_batches(LocalInputFile(log)) for r in b.records()
     ]
     assert written == [0, 2, 4]
+
+
+def test_a_partition_whose_state_cannot_be_written_is_marked_uncleanable(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """State that disagrees with the partitions table (a row past the log end offset, as a
+    hand-edited or damaged table may hold): that partition is marked uncleanable and keeps its
+    published version; the other is published."""
+    root = tmp_path / "in"
+    for topic in ("a", "b"):
+        (root / f"{topic}-0").mkdir(parents=True)
+        (root / f"{topic}-0" / f"{0:020d}.log").write_bytes(_good(topic.encode()))
+    config = load_config(write_config(tmp_path / "job", [root], rolled_only=False))
+    compactor = Compactor(spark, config, ManualClock(NOW_MS))
+    compactor.run_once()
+    before = publications(config)
+    assert {tp: p.version for tp, p in before.items()} == {("a", 0): 1, ("b", 0): 1}
+    spark.sql(f"UPDATE delta.`{config.state.table}` SET offset = offset + 1000 WHERE topic = 'a'")
+
+    results = compactor.materializer.run(force=True)
+
+    assert [(r["topic"], r["partition"], r["version"]) for r in results] == [("b", 0, 2)]
+    reason = compactor.materializer.failed[("a", 0)]
+    assert reason.startswith("output not written (") and "past the log end offset 10" in reason
+    status = {r["topic"]: r for r in read_status(config, NOW_MS, lambda: spark)}
+    assert status["a"]["uncleanable"] == reason and status["b"]["uncleanable"] is None
+    after = publications(config)
+    assert after[("a", 0)] == before[("a", 0)] and after[("b", 0)].version == 2
+    assert compactor.materializer.run(force=True)[0]["topic"] == "b"  # a is skipped from now on
