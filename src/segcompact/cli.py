@@ -347,9 +347,12 @@ def _materialize(args: argparse.Namespace) -> int:
             f"{r['topic']}-{r['partition']}: version {r['version']}, {r['records']} records in "
             f"{r['segments']} segments ({r['bytes']} bytes); {', '.join(r['reasons'])}"
         )
-    if not results:
+    failed = compactor.materializer.failed  # now uncleanable: the others were published
+    for (topic, partition), reason in sorted(failed.items()):
+        print(f"segcompact: error: {topic}-{partition}: {reason}", file=sys.stderr)
+    if not results and not failed:
         print("nothing due")
-    return 0
+    return 1 if failed else 0
 
 
 def _delete_records(args: argparse.Namespace) -> int:

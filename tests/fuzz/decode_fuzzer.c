@@ -7,6 +7,9 @@
  *   base_offset: int64, base_timestamp: int64    (little-endian)
  *   records: the rest
  *
+ * The last offset delta is the widest a v2 header holds (INT32_MAX): offset deltas must still
+ * rise.
+ *
  * Besides what the sanitizers catch, a decode that succeeds must leave columns that agree:
  * one entry per record in each fixed column, offsets that end at their data's length, and a
  * failed one must leave nothing half-counted (the caller rolls back to its committed lengths).
@@ -48,7 +51,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (count > n / MIN_RECORD_SIZE)
         count = n / MIN_RECORD_SIZE;
     memset(bufs, 0, sizeof bufs);
-    status = decode(bufs, data + PREFIX, n, count, le64(data + 2), le64(data + 10), 7, &err);
+    status = decode(bufs, data + PREFIX, n, count, le64(data + 2), le64(data + 10), 7, INT32_MAX,
+                    &err);
     if (status == 0) {
         size_t rows = (size_t)count;
         if (bufs[B_OFFSET].len != 8 * rows || bufs[B_TIMESTAMP].len != 8 * rows ||

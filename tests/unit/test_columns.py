@@ -37,7 +37,7 @@ from segcompact.format.varint import encode_varint, encode_varlong
 from segcompact.storage import LocalInputFile
 
 CColumnBuilder = _crecords.CColumnBuilder
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT32_MAX = 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 Builder = PyColumnBuilder | _crecords.CColumnBuilder
@@ -132,6 +132,7 @@ def raw_record(
 
 GOOD = raw_record(b"key", b"value", [(b"h", b"x"), (b"n", None)])
 GOOD_RECORDS = [Record(0, 0, b"key", b"value", (("h", b"x"), ("n", None)))]
+SECOND = encode_varint(1)  # the offset delta of a record after GOOD
 
 # (payload, count, what iter_records says): each breaks one rule of iter_records.
 CORRUPT = {
@@ -199,12 +200,27 @@ CORRUPT = {
         1,
         "1 bytes remain after the 1 records the batch declares",
     ),
+    "offset delta negative": (
+        raw_record(off_delta=encode_varint(-1)),
+        1,
+        "record 0: offset delta -1 is negative",
+    ),
+    "offset deltas not rising": (
+        GOOD + GOOD,
+        2,
+        "record 1: offset delta 0 is not above the previous record's 0",
+    ),
+    "offset delta past the batch": (
+        raw_record(off_delta=encode_varint(5000)),
+        1,
+        "record 0: offset delta 5000 is past the batch's last offset delta 0",
+    ),
 }
 
 
 def python_reason(payload: bytes, count: int) -> str:
     with pytest.raises(CorruptBatchError) as e:
-        list(iter_records(payload, count, 0, 0))
+        list(iter_records(payload, count, 0, 0, 0))
     return e.value.reason
 
 
@@ -226,7 +242,9 @@ def batches(draw: st.DrawFn) -> tuple[list[Record], int, int]:
     """Records with offsets anywhere in int64 that their deltas can reach, and timestamps
     anywhere a microsecond timestamp holds (the builders refuse the rest)."""
     n = draw(st.integers(0, 8))
-    off_deltas = draw(st.lists(st.integers(INT32_MIN, INT32_MAX), min_size=n, max_size=n))
+    off_deltas = sorted(
+        draw(st.lists(st.integers(0, INT32_MAX), min_size=n, max_size=n, unique=True))
+    )
     low = INT64_MIN - min(off_deltas, default=0)
     high = INT64_MAX - max(off_deltas, default=0)
     base_offset = draw(st.integers(max(low, INT64_MIN), min(high, INT64_MAX)))
@@ -250,6 +268,11 @@ def batches(draw: st.DrawFn) -> tuple[list[Record], int, int]:
     return records, base_offset, base_ts
 
 
+def last_delta(records: Sequence[Record], base_offset: int) -> int:
+    """The last offset delta of a batch that ends at its last record."""
+    return records[-1].offset - base_offset if records else 0
+
+
 @pytest.mark.parametrize("make", MAKERS)
 @given(appends=st.lists(batches(), max_size=5), indexes=st.lists(st.integers(0, INT32_MAX)))
 @settings(deadline=None)
@@ -263,7 +286,9 @@ def test_columns_of_encoded_records(
     for i, (records, base_offset, base_ts) in enumerate(appends):
         index = indexes[i] if i < len(indexes) else i
         payload = encode_records(records, base_offset, base_ts)
-        builder.append(payload, len(records), base_offset, base_ts, index)
+        builder.append(
+            payload, len(records), base_offset, base_ts, index, last_delta(records, base_offset)
+        )
         done.append((records, index))
         assert len(builder) == sum(len(r) for r, _ in done)
     want = expected(done)
@@ -281,7 +306,7 @@ def test_header_keys_decode_as_python_does(make: Callable[[], Builder], keys: li
     """Invalid UTF-8 in a header key becomes U+FFFD per maximal ill-formed subpart."""
     payload = raw_record(headers=[(k, None) for k in keys])
     builder = make()
-    builder.append(payload, 1, 0, 0, 0)
+    builder.append(payload, 1, 0, 0, 0, 0)
     decoded = tuple((k.decode("utf-8", "replace"), None) for k in keys)
     assert builder.finish() == expected([([Record(0, 0, b"k", b"v", decoded)], 0)])
 
@@ -305,7 +330,7 @@ def test_ill_formed_header_keys(key: bytes) -> None:
     """Overlongs, surrogates, past U+10FFFF, truncated sequences: as bytes.decode replaces."""
     builders = [PyColumnBuilder(), CColumnBuilder()]
     for b in builders:
-        b.append(raw_record(headers=[(key, b"")]), 1, 0, 0, 0)
+        b.append(raw_record(headers=[(key, b"")]), 1, 0, 0, 0, 0)
     py, c = (b.finish() for b in builders)
     assert c == py
     assert c.hkey_data == key.decode("utf-8", "replace").encode("utf-8")
@@ -314,16 +339,18 @@ def test_ill_formed_header_keys(key: bytes) -> None:
 @pytest.mark.parametrize("make", MAKERS)
 def test_keyword_arguments_and_bytearray(make: Callable[[], Builder]) -> None:
     builder = make()
-    builder.append(bytearray(GOOD), 1, 0, 0, 0)
-    builder.append(payload=GOOD, count=1, base_offset=0, base_timestamp=0, batch=1)
+    builder.append(bytearray(GOOD), 1, 0, 0, 0, 0)
+    builder.append(
+        payload=GOOD, count=1, base_offset=0, base_timestamp=0, batch=1, last_offset_delta=0
+    )
     assert builder.finish() == expected([(GOOD_RECORDS, 0), (GOOD_RECORDS, 1)])
 
 
 def test_compiled_builder_takes_any_buffer() -> None:
     """PyColumnBuilder's payload is bytes (a memoryview's header keys have no decode)."""
     builder = CColumnBuilder()
-    builder.append(memoryview(b"..." + GOOD)[3:], 1, 0, 0, 0)
-    builder.append(array("B", GOOD), 1, 0, 0, 1)
+    builder.append(memoryview(b"..." + GOOD)[3:], 1, 0, 0, 0, 0)
+    builder.append(array("B", GOOD), 1, 0, 0, 1, 0)
     assert builder.finish() == expected([(GOOD_RECORDS, 0), (GOOD_RECORDS, 1)])
 
 
@@ -336,7 +363,7 @@ def test_decodes_without_the_gil_in_threads() -> None:
     def work() -> None:
         b = CColumnBuilder()
         for index in range(5):
-            b.append(payload, len(records), 0, 1000, index)
+            b.append(payload, len(records), 0, 1000, index, len(records) - 1)
         results.append(b.finish())
 
     threads = [threading.Thread(target=work) for _ in range(4)]
@@ -362,26 +389,28 @@ def test_corrupt_batch_raises_and_keeps_earlier_appends(
 ) -> None:
     assert reason in python_reason(payload, count)  # the vector breaks the rule it names
     builder = make()
-    builder.append(GOOD, 1, 0, 0, 0)
+    builder.append(GOOD, 1, 0, 0, 0, 0)
     with pytest.raises(error) as e:
-        builder.append(payload, count, 0, 0, 1)
+        builder.append(payload, count, 0, 0, 1, 0)
     assert str(e.value)
     assert (len(builder), builder.nbytes) == (1, len(b"keyvaluehxn"))
-    builder.append(GOOD, 1, 0, 0, 2)
+    builder.append(GOOD, 1, 0, 0, 2, 0)
     assert builder.finish() == expected([(GOOD_RECORDS, 0), (GOOD_RECORDS, 2)])
 
 
 @pytest.mark.parametrize(("payload", "count", "reason"), CORRUPT.values(), ids=CORRUPT.keys())
 def test_compiled_messages_match_python(payload: bytes, count: int, reason: str) -> None:
     with pytest.raises(ValueError) as e:
-        CColumnBuilder().append(payload, count, 0, 0, 0)
+        CColumnBuilder().append(payload, count, 0, 0, 0, 0)
     assert str(e.value) == python_reason(payload, count)
 
 
 @st.composite
-def mutated(draw: st.DrawFn) -> tuple[bytes, int]:
-    """A valid payload with a few bytes replaced, inserted or deleted, and maybe a wrong count."""
+def mutated(draw: st.DrawFn) -> tuple[bytes, int, int]:
+    """A valid payload with a few bytes replaced, inserted or deleted, maybe a wrong count and
+    maybe a last offset delta below its records'."""
     records, base_offset, base_ts = draw(batches())
+    last = max(0, last_delta(records, base_offset) - draw(st.sampled_from([0, 0, 0, 1])))
     data = bytearray(encode_records(records, base_offset, base_ts))
     for _ in range(draw(st.integers(1, 4))):
         at = draw(st.integers(0, len(data)))
@@ -395,41 +424,41 @@ def mutated(draw: st.DrawFn) -> tuple[bytes, int]:
         else:
             del data[at:]
     count = len(records) + draw(st.sampled_from([0, 0, 0, -1, 1]))
-    return bytes(data), count
+    return bytes(data), count, last
 
 
 @given(case=mutated(), base_offset=st.integers(-(2**40), 2**40), base_ts=st.integers(0, 2**42))
 @settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
 def test_mutated_payloads_decode_or_fail_alike(
-    case: tuple[bytes, int], base_offset: int, base_ts: int
+    case: tuple[bytes, int, int], base_offset: int, base_ts: int
 ) -> None:
-    payload, count = case
+    payload, count, last = case
     py, c = PyColumnBuilder(), CColumnBuilder()
     try:
-        records = list(iter_records(payload, count, base_offset, base_ts))
+        records = list(iter_records(payload, count, base_offset, base_ts, last))
     except CorruptBatchError as e:
         with pytest.raises(ValueError) as raised:
-            c.append(payload, count, base_offset, base_ts, 0)
+            c.append(payload, count, base_offset, base_ts, 0, last)
         assert str(raised.value) == e.reason
         return
     # Values past int64 fail differently in the two builders (see the tests below).
     if not all(INT64_MIN <= r.timestamp - base_ts <= INT64_MAX for r in records):
         with pytest.raises(ValueError, match="does not fit in 64 bits"):
-            c.append(payload, count, base_offset, base_ts, 0)
+            c.append(payload, count, base_offset, base_ts, 0, last)
         return
     if not all(INT64_MIN <= v <= INT64_MAX for r in records for v in (r.offset, r.timestamp)):
         with pytest.raises(ValueError, match="overflows 64 bits"):
-            c.append(payload, count, base_offset, base_ts, 0)
+            c.append(payload, count, base_offset, base_ts, 0, last)
         return
     if not all(-MAX_TIMESTAMP_MS <= r.timestamp <= MAX_TIMESTAMP_MS for r in records):
         with pytest.raises(CorruptBatchError) as py_error:
-            py.append(payload, count, base_offset, base_ts, 0)
+            py.append(payload, count, base_offset, base_ts, 0, last)
         with pytest.raises(ValueError) as c_error:
-            c.append(payload, count, base_offset, base_ts, 0)
+            c.append(payload, count, base_offset, base_ts, 0, last)
         assert str(c_error.value) == str(py_error.value)
         return
-    py.append(payload, count, base_offset, base_ts, 0)
-    c.append(payload, count, base_offset, base_ts, 0)
+    py.append(payload, count, base_offset, base_ts, 0, last)
+    c.append(payload, count, base_offset, base_ts, 0, last)
     assert c.finish() == py.finish()
 
 
@@ -440,9 +469,9 @@ def test_varlong_past_64_bits_is_corrupt() -> None:
     """Kafka's writers never produce one; both decoders refuse it once the batch is read."""
     payload = raw_record(ts_delta=b"\xff" * 9 + b"\x7f")
     with pytest.raises(CorruptBatchError, match="varlong at byte 2 does not fit in 64 bits"):
-        list(iter_records(payload, 1, 0, 0))
+        list(iter_records(payload, 1, 0, 0, 0))
     with pytest.raises(ValueError, match="varlong at byte 2 does not fit in 64 bits"):
-        CColumnBuilder().append(payload, 1, 0, 0, 0)
+        CColumnBuilder().append(payload, 1, 0, 0, 0, 0)
 
 
 @pytest.mark.parametrize(
@@ -455,12 +484,11 @@ def test_varlong_past_64_bits_is_corrupt() -> None:
 @pytest.mark.parametrize(
     ("base_offset", "base_ts", "record"),
     [
-        (INT64_MAX, 0, raw_record(off_delta=encode_varint(1))),
-        (INT64_MIN, 0, raw_record(off_delta=encode_varint(-1))),
-        (0, INT64_MAX, raw_record(ts_delta=encode_varlong(1))),
-        (0, INT64_MIN, raw_record(ts_delta=encode_varlong(INT64_MIN))),
+        (INT64_MAX, 0, raw_record(off_delta=SECOND)),
+        (0, INT64_MAX, raw_record(ts_delta=encode_varlong(1), off_delta=SECOND)),
+        (0, INT64_MIN, raw_record(ts_delta=encode_varlong(INT64_MIN), off_delta=SECOND)),
     ],
-    ids=["offset above", "offset below", "timestamp above", "timestamp below"],
+    ids=["offset above", "timestamp above", "timestamp below"],
 )
 def test_int64_overflow_raises_and_keeps_earlier_appends(
     make: Callable[[], Builder],
@@ -469,11 +497,12 @@ def test_int64_overflow_raises_and_keeps_earlier_appends(
     base_ts: int,
     record: bytes,
 ) -> None:
-    """An absolute offset or timestamp past int64 (base + delta) cannot be stored."""
+    """An absolute offset or timestamp past int64 (base + delta) cannot be stored (offset
+    deltas are never negative: no offset falls below int64)."""
     builder = make()
-    builder.append(GOOD, 1, 0, 0, 0)
+    builder.append(GOOD, 1, 0, 0, 0, 0)
     with pytest.raises(error) as e:
-        builder.append(GOOD + record, 2, base_offset, base_ts, 1)
+        builder.append(GOOD + record, 2, base_offset, base_ts, 1, 1)
     assert str(e.value)
     assert builder.finish() == expected([(GOOD_RECORDS, 0)])
 
@@ -482,27 +511,27 @@ def test_int64_overflow_raises_and_keeps_earlier_appends(
     ("make", "error"), [(PyColumnBuilder, CorruptBatchError), (CColumnBuilder, ValueError)]
 )
 def test_int64_overflow_message(make: Callable[[], Builder], error: type[Exception]) -> None:
-    payload = GOOD + raw_record(off_delta=encode_varint(1))
+    payload = GOOD + raw_record(off_delta=SECOND)
     with pytest.raises(error, match=f"record 1: base offset {INT64_MAX} \\+ delta 1 over"):
-        make().append(payload, 2, INT64_MAX, 0, 0)
+        make().append(payload, 2, INT64_MAX, 0, 0, 1)
 
 
 @pytest.mark.parametrize("ts", [MAX_TIMESTAMP_MS + 1, -MAX_TIMESTAMP_MS - 1])
 def test_a_timestamp_no_microsecond_column_holds_is_refused_alike(ts: int) -> None:
     """Found by fuzzing the segment reader: such a timestamp wrapped around silently in the
     conversion to Spark's microseconds (an int64 product)."""
-    payload = GOOD + raw_record(ts_delta=encode_varlong(ts))
+    payload = GOOD + raw_record(ts_delta=encode_varlong(ts), off_delta=SECOND)
     message = (
         f"record 1: timestamp {ts} ms is out of range (a timestamp in microseconds holds "
         f"+-{MAX_TIMESTAMP_MS} ms)"
     )
     with pytest.raises(CorruptBatchError) as py_error:
-        PyColumnBuilder().append(payload, 2, 0, 0, 0)
+        PyColumnBuilder().append(payload, 2, 0, 0, 0, 1)
     with pytest.raises(ValueError) as c_error:
-        CColumnBuilder().append(payload, 2, 0, 0, 0)
+        CColumnBuilder().append(payload, 2, 0, 0, 0, 1)
     assert str(py_error.value) == str(c_error.value) == message
     # The reference decoder, as dump uses it, still reads the record as Kafka wrote it.
-    assert [r.timestamp for r in iter_records(payload, 2, 0, 0)] == [0, ts]
+    assert [r.timestamp for r in iter_records(payload, 2, 0, 0, 1)] == [0, ts]
 
 
 # --- Whole segments to Arrow -----------------------------------------------------------------

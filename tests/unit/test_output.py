@@ -175,7 +175,8 @@ def test_c_encoder_is_byte_for_byte_the_pure_one(
     base_offset = max(lowest, records[0].offset - base_offset_back % (2**31))
     builder = PyColumnBuilder()
     payload = encode_records(records, base_offset, base_timestamp)
-    builder.append(payload, len(records), base_offset, base_timestamp, 0)
+    last = records[-1].offset - base_offset
+    builder.append(payload, len(records), base_offset, base_timestamp, 0, last)
     columns = builder.finish()
     for start in range(0, len(records), 7):
         stop = min(len(records), start + 11)
@@ -187,7 +188,7 @@ def test_c_encoder_is_byte_for_byte_the_pure_one(
 def test_c_encoder_refuses_what_does_not_fit() -> None:
     builder = PyColumnBuilder()
     records = [Record(5, 10, b"k", b"v")]
-    builder.append(encode_records(records, 0, 0), 1, 0, 0, 0)
+    builder.append(encode_records(records, 0, 0), 1, 0, 0, 0, 5)
     columns = builder.finish()
     with pytest.raises(ValueError, match="varint out of range: offset 5 from base -4294967296"):
         encode_columns(columns, 0, 1, -(2**32), 0)

@@ -157,6 +157,9 @@ enum {
     E_OFFSET_OVERFLOW, /* a = record, b = base, c = delta */
     E_TIME_OVERFLOW,   /* a = record, b = base, c = delta */
     E_TIME_RANGE,      /* a = record, b = timestamp */
+    E_DELTA_NEGATIVE,  /* a = record, b = delta */
+    E_DELTA_ORDER,     /* a = record, b = delta, c = previous delta */
+    E_DELTA_PAST,      /* a = record, b = delta, c = last offset delta */
 };
 
 /* The milliseconds an Arrow timestamp in microseconds (Spark's) holds either side of 1970. */
@@ -229,6 +232,19 @@ raise_error(const DecodeError *e)
                      "record %lld: timestamp %lld ms is out of range (a timestamp in "
                      "microseconds holds +-%lld ms)",
                      a, b, (long long)TS_MAX_MS);
+        break;
+    case E_DELTA_NEGATIVE:
+        PyErr_Format(PyExc_ValueError, "record %lld: offset delta %lld is negative", a, b);
+        break;
+    case E_DELTA_ORDER:
+        PyErr_Format(PyExc_ValueError,
+                     "record %lld: offset delta %lld is not above the previous record's %lld", a,
+                     b, c);
+        break;
+    case E_DELTA_PAST:
+        PyErr_Format(PyExc_ValueError,
+                     "record %lld: offset delta %lld is past the batch's last offset delta %lld",
+                     a, b, c);
         break;
     default:
         PyErr_SetString(PyExc_SystemError, "_crecords: unknown decode error");
@@ -462,10 +478,11 @@ reserve_rows(Buf *bufs, size_t rows)
 
 static int
 decode(Buf *bufs, const uint8_t *buf, int64_t end_all, int64_t count, int64_t base_offset,
-       int64_t base_timestamp, int32_t batch, DecodeError *err)
+       int64_t base_timestamp, int32_t batch, int64_t last_delta, DecodeError *err)
 {
     int64_t pos = 0;
     int64_t i;
+    int64_t previous = -1; /* the offset delta before: deltas rise within 0..last_delta */
     /* A varlong past 64 bits or an absolute offset or timestamp past int64 is reported only if
      * the batch is otherwise well-formed: iter_records reports corruption first. */
     DecodeError overflow = {E_NONE, NULL, 0, 0, 0};
@@ -568,6 +585,16 @@ decode(Buf *bufs, const uint8_t *buf, int64_t end_all, int64_t count, int64_t ba
             err->b = end - p;
             return -1;
         }
+        if (UNLIKELY(off_delta < 0 || off_delta <= previous || off_delta > last_delta)) {
+            err->code = off_delta < 0           ? E_DELTA_NEGATIVE
+                        : off_delta <= previous ? E_DELTA_ORDER
+                                                : E_DELTA_PAST;
+            err->a = i;
+            err->b = off_delta;
+            err->c = off_delta <= previous ? previous : last_delta;
+            return -1;
+        }
+        previous = off_delta;
         if (checked_add(base_offset, off_delta, &offset) && overflow.code == E_NONE) {
             overflow.code = E_OFFSET_OVERFLOW;
             overflow.a = i;
@@ -681,22 +708,24 @@ builder_nbytes(CColumnBuilder *self, void *closure)
 }
 
 PyDoc_STRVAR(append_doc,
-             "append(payload, count, base_offset, base_timestamp, batch)\n--\n\n"
-             "Decode ``count`` records; on corrupt data raise ValueError and leave earlier "
-             "appends intact.");
+             "append(payload, count, base_offset, base_timestamp, batch, last_offset_delta)\n"
+             "--\n\n"
+             "Decode ``count`` records (offset deltas rising within 0..last_offset_delta); on "
+             "corrupt data raise ValueError and leave earlier appends intact.");
 
 static PyObject *
 builder_append(CColumnBuilder *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"payload", "count", "base_offset", "base_timestamp", "batch", NULL};
+    static char *kwlist[] = {"payload",        "count", "base_offset",      "base_timestamp",
+                             "batch",          "last_offset_delta", NULL};
     Py_buffer view;
     PyObject *count_obj, *count_index;
-    long long base_offset, base_timestamp, count;
+    long long base_offset, base_timestamp, count, last_delta;
     int batch, overflow, status, k;
     DecodeError err = {E_NONE, NULL, 0, 0, 0};
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*OLLi:append", kwlist, &view, &count_obj,
-                                     &base_offset, &base_timestamp, &batch))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*OLLiL:append", kwlist, &view, &count_obj,
+                                     &base_offset, &base_timestamp, &batch, &last_delta))
         return NULL;
     if (builder_busy(self))
         goto fail;
@@ -721,12 +750,12 @@ builder_append(CColumnBuilder *self, PyObject *args, PyObject *kwds)
     if (view.len >= NOGIL_THRESHOLD) {
         Py_BEGIN_ALLOW_THREADS
         status = decode(self->bufs, (const uint8_t *)view.buf, view.len, count, base_offset,
-                        base_timestamp, batch, &err);
+                        base_timestamp, batch, last_delta, &err);
         Py_END_ALLOW_THREADS
     }
     else {
         status = decode(self->bufs, (const uint8_t *)view.buf, view.len, count, base_offset,
-                        base_timestamp, batch, &err);
+                        base_timestamp, batch, last_delta, &err);
     }
     self->busy = 0;
     PyBuffer_Release(&view);

@@ -22,6 +22,7 @@ from segcompact.errors import CorruptBatchError
 from segcompact.format.attributes import TimestampType
 from segcompact.format.batch import RecordBatch
 from segcompact.format.columns import MAX_TIMESTAMP_MS, Buffer, ColumnBuffers, column_builder
+from segcompact.format.control import check_control_records
 from segcompact.format.segment import SegmentReader
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
@@ -171,6 +172,12 @@ def to_record_batch(
     return pa.RecordBatch.from_arrays([arrays[f.name] for f in SCHEMA], schema=SCHEMA)
 
 
+def _reason(e: Exception) -> str:
+    # The compiled decoder's ValueError says what the Python one's CorruptBatchError does;
+    # anything else names its type, not having been foreseen.
+    return str(e) if type(e) is ValueError else f"{type(e).__name__}: {e}"
+
+
 def decode_segment(
     reader: SegmentReader,
     topic: str,
@@ -192,6 +199,8 @@ def decode_segment(
     try:
         for batch in reader:
             try:
+                if batch.is_control:  # rare: checked on the reference decoder's records
+                    check_control_records(batch.records(limits.max_uncompressed_bytes))
                 index = meta.add(batch)
                 builder.append(
                     batch.payload(limits.max_uncompressed_bytes),
@@ -199,9 +208,12 @@ def decode_segment(
                     batch.base_offset,
                     batch.base_timestamp,
                     index,
+                    batch.last_offset - batch.base_offset,
                 )
-            except (CorruptBatchError, ValueError) as e:
-                error = e if isinstance(e, CorruptBatchError) else CorruptBatchError(str(e))
+            except (MemoryError, OSError):
+                raise  # not the batch's fault
+            except Exception as e:  # the batch's content, whatever raised on it
+                error = e if isinstance(e, CorruptBatchError) else CorruptBatchError(_reason(e))
                 raise error.located(
                     file=reader.path, position=batch.position, base_offset=batch.base_offset
                 ) from None

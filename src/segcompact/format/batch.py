@@ -136,6 +136,7 @@ class RecordBatch:
                     self.records_count,
                     self.base_offset,
                     self.base_timestamp,
+                    self.last_offset - self.base_offset,
                 )
             )
         except CorruptBatchError as e:

@@ -55,9 +55,16 @@ class ColumnBuffers(NamedTuple):
 
 class ColumnBuilder(Protocol):
     def append(
-        self, payload: bytes, count: int, base_offset: int, base_timestamp: int, batch: int
+        self,
+        payload: bytes,
+        count: int,
+        base_offset: int,
+        base_timestamp: int,
+        batch: int,
+        last_offset_delta: int,
     ) -> None:
-        """Decode ``count`` records; on corrupt data raise and leave earlier appends intact."""
+        """Decode ``count`` records (offset deltas rising within ``0..last_offset_delta``); on
+        corrupt data raise and leave earlier appends intact."""
         ...
 
     def __len__(self) -> int: ...
@@ -119,10 +126,16 @@ class PyColumnBuilder:
         )
 
     def append(
-        self, payload: bytes, count: int, base_offset: int, base_timestamp: int, batch: int
+        self,
+        payload: bytes,
+        count: int,
+        base_offset: int,
+        base_timestamp: int,
+        batch: int,
+        last_offset_delta: int,
     ) -> None:
         # Decode fully first, so a corrupt batch leaves the columns as they were.
-        records = list(iter_records(payload, count, base_offset, base_timestamp))
+        records = list(iter_records(payload, count, base_offset, base_timestamp, last_offset_delta))
         for i, r in enumerate(records):
             if not -MAX_TIMESTAMP_MS <= r.timestamp <= MAX_TIMESTAMP_MS:
                 raise CorruptBatchError(

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Sequence
 
+from segcompact.errors import CorruptBatchError
 from segcompact.format.record import Record
 
 KEY = struct.Struct(">hh")  # version, type
@@ -50,3 +52,18 @@ def marker(offset: int, commit: bool, timestamp: int, coordinator_epoch: int = 0
         COMMIT_KEY if commit else ABORT_KEY,
         VALUE.pack(CURRENT_VERSION, coordinator_epoch),
     )
+
+
+def check_control_records(records: Sequence[Record]) -> None:
+    """:class:`CorruptBatchError` unless ``records`` are what a control batch holds: one end
+    transaction marker (none once Kafka's cleaner removed it). Anything else would be read as
+    an abort by a reader that takes every marker but a commit for one."""
+    if len(records) > 1:
+        raise CorruptBatchError(f"control batch holds {len(records)} records (one marker at most)")
+    for r in records:
+        if r.key not in (ABORT_KEY, COMMIT_KEY):
+            key = "null" if r.key is None else r.key.hex() or "empty"
+            raise CorruptBatchError(
+                f"control record key {key} is not a version {CURRENT_VERSION} abort or commit "
+                "marker"
+            )

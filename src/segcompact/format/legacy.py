@@ -18,6 +18,7 @@ we. Legacy batches are never transactional and have no headers.
 
 from __future__ import annotations
 
+import itertools
 import struct
 
 from segcompact.errors import CorruptBatchError
@@ -155,6 +156,11 @@ def parse_legacy(entry: bytes, position: int, max_uncompressed: int) -> RecordBa
             offsets = [m.offset for m in inner]  # v0's are absolute
             if wrapper.magic == 1 and wrapper.offset != 0:
                 offsets = _absolute(wrapper.offset, offsets)
+            for before, after in itertools.pairwise(offsets):
+                if after <= before:
+                    raise CorruptBatchError(
+                        f"inner offset {after} is not above the one before it ({before})"
+                    )
             records = [
                 Record(o, wrapper.timestamp if log_append else m.timestamp, m.key, m.value)
                 for o, m in zip(offsets, inner, strict=True)

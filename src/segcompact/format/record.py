@@ -82,13 +82,29 @@ def _read_sized(buf: bytes, pos: int, end: int, what: str) -> tuple[bytes | None
     return buf[pos : pos + n], pos + n
 
 
+def _check_offset_delta(i: int, delta: int, previous: int, last: int) -> None:
+    if delta < 0:
+        raise CorruptBatchError(f"record {i}: offset delta {delta} is negative")
+    if delta <= previous:
+        raise CorruptBatchError(
+            f"record {i}: offset delta {delta} is not above the previous record's {previous}"
+        )
+    if delta > last:
+        raise CorruptBatchError(
+            f"record {i}: offset delta {delta} is past the batch's last offset delta {last}"
+        )
+
+
 def iter_records(
-    payload: bytes, count: int, base_offset: int, base_timestamp: int
+    payload: bytes, count: int, base_offset: int, base_timestamp: int, last_offset_delta: int
 ) -> Iterator[Record]:
     """Decode ``count`` records from a batch's (decompressed) records section.
 
     The pure-Python reference decoder; ``_crecords`` is its compiled twin for Arrow output.
-    Every length is checked against the bytes that remain before anything is sliced.
+    Every length is checked against the bytes that remain before anything is sliced. Offset
+    deltas must rise strictly within ``0..last_offset_delta`` (the batch header's), as every
+    writer of Kafka's lays them out: a record outside its batch's range would land past the
+    log's end or collide with another batch's offsets.
     """
     end_all = len(payload)
     if count < 0 or count * MIN_RECORD_SIZE > end_all:
@@ -96,6 +112,7 @@ def iter_records(
             f"records count {count} is larger than {end_all} bytes of records can hold"
         )
     pos = 0
+    previous = -1  # the offset delta before
     # Values past 64 bits are reported only if the batch is otherwise well-formed, as the C
     # twin does: corruption first.
     overflow: CorruptBatchError | None = None
@@ -126,6 +143,8 @@ def iter_records(
             headers.append((hkey.decode("utf-8", "replace"), hvalue))
         if p != end:
             raise CorruptBatchError(f"record {i} has {end - p} bytes past its last field")
+        _check_offset_delta(i, off_delta, previous, last_offset_delta)
+        previous = off_delta
         pos = end
         offset, timestamp = base_offset + off_delta, base_timestamp + ts_delta
         if overflow is None and not _INT64_MIN <= offset <= _INT64_MAX:

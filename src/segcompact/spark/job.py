@@ -267,6 +267,8 @@ class Compactor:
             self.upkeep()
             summary.uncleanable = self.materializer.uncleanable  # as the upkeep's plan read it
         summary.materialized = set(self.materializer.written)
+        for tp, reason in self.materializer.failed.items():  # its output could not be written
+            summary.found_uncleanable.setdefault(tp, reason)
         summary.keys = state_keys(self.config, summary.partitions)
         return summary
 

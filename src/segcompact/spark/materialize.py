@@ -56,6 +56,7 @@ _RESULT = T.StructType(
         T.StructField("first_dirty", T.LongType()),
         T.StructField("files", T.StringType()),  # JSON: name, size and CRC-32C of each file
         T.StructField("unread", T.StringType()),  # why delta-rs could not read it (not written)
+        T.StructField("failed", T.StringType()),  # why its rows could not be written (unpublished)
     ]
 )
 _ROW_COLUMNS = [f.name for f in RECORD_FIELDS]
@@ -93,7 +94,11 @@ def _codec(topic_codec: Compression | None, input_codec: int | None) -> Compress
 
 class PlanWriter:
     """Writes one partition's next version (``plan``) from its rows (state and young, with
-    ``raw``), given in offset order a part at a time; runs on executors."""
+    ``raw``), given in offset order a part at a time; runs on executors.
+
+    An exception the rows raise (not I/O, nor memory) fails this partition alone: its result
+    row says why (``failed``), the rest of its rows are ignored, and the other partitions of the
+    task are written. Their data cannot fail one another's publication."""
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
@@ -111,8 +116,20 @@ class PlanWriter:
         self.next_horizon: int | None = None
         self.first_young: int | None = None
         self.first_raw: int | None = None
+        self.failed: str | None = None
 
     def add(self, rows: pa.Table) -> None:
+        if self.failed is not None:
+            return
+        try:
+            self._add(rows)
+        except (OSError, MemoryError):
+            raise  # maybe transient: Spark retries the task
+        except Exception as e:  # this partition's rows: it alone fails
+            first, last = rows.column("offset")[0].as_py(), rows.column("offset")[-1].as_py()
+            self.failed = _failure(f"writing state offsets {first} to {last}", e)
+
+    def _add(self, rows: pa.Table) -> None:
         raw = rows.column("raw").to_numpy()
         tombstone = rows.column("tombstone").to_numpy()
         horizons = _millis(rows.column("delete_horizon"))
@@ -149,6 +166,17 @@ class PlanWriter:
 
     def finish(self) -> dict[str, Any]:
         """The partition's result row (:data:`_RESULT`)."""
+        plan = self.plan
+        if self.failed is None:
+            try:
+                return self._finish()
+            except (OSError, MemoryError):
+                raise
+            except Exception as e:  # as in add
+                self.failed = _failure("closing its last segment", e)
+        return {"topic": plan.topic, "partition": plan.partition, "failed": self.failed}
+
+    def _finish(self) -> dict[str, Any]:
         written = self.segments.close()
         plan = self.plan
         return {
@@ -162,6 +190,11 @@ class PlanWriter:
             "first_dirty": self.first_raw if self.first_young is None else self.first_young,
             "files": json.dumps([[f.name, f.size, f.crc32c] for f in self.directory.files]),
         }
+
+
+def _failure(what: str, e: Exception) -> str:
+    reason = " ".join(f"{type(e).__name__}: {e}".split())
+    return f"output not written ({what}): {reason}"
 
 
 def write_partitions(
@@ -258,6 +291,8 @@ class Materializer:
         self.clock = clock
         self.output = Output(config.output.path, config.storage)
         self.written: set[tuple[str, int]] = set()  # every partition this one materialised
+        # Every partition whose output this one could not write (and why): marked uncleanable.
+        self.failed: dict[tuple[str, int], str] = {}
         # The uncleanable partitions (and why) as the last plan read them: Kafka's cleaner
         # skips them too.
         self.uncleanable: dict[tuple[str, int], str] | None = None
@@ -333,6 +368,14 @@ class Materializer:
             return []
         with timed(log, f"materialise {len(plans)} partitions: write"):
             plans, results = self._write(plans)
+        failed = {k: r["failed"] for k, r in results.items() if r.get("failed") is not None}
+        if failed:
+            # Never published (its version directory is left, as an unread one's); the others
+            # go on.
+            log.warning("materialisation failed, partitions marked uncleanable: %s", failed)
+            self._mark_uncleanable(failed)
+            self.failed.update(failed)
+            plans = [p for p in plans if (p.topic, p.partition) not in failed]
         by_tp = {(p.topic, p.partition): p for p in plans}
         for key, plan in by_tp.items():
             if key not in results:  # no record left: the log end offset alone
@@ -406,6 +449,29 @@ class Materializer:
         )
         written = ordered.mapInArrow(lambda batches: write_partitions(batches, by_tp), _RESULT)
         return {(r.topic, r.partition): r.asDict() for r in written.collect()}
+
+    def _mark_uncleanable(self, failed: Mapping[tuple[str, int], str]) -> None:
+        source = local_frame(
+            self.spark,
+            [(t, p, reason) for (t, p), reason in failed.items()],
+            "topic string, partition int, reason string",
+        )
+        ts = F.timestamp_millis(F.lit(self.clock.now_ms()))
+        with session_settings(self.spark, SOURCE_AS_IS):
+            (
+                self.tables.partitions.delta(self.spark)
+                .alias("t")
+                .merge(source.alias("s"), "t.topic = s.topic AND t.partition = s.partition")
+                .whenMatchedUpdate(
+                    set={
+                        "uncleanable_reason": F.coalesce(
+                            F.col("t.uncleanable_reason"), F.col("s.reason")
+                        ),
+                        "updated_at": ts,
+                    }
+                )
+                .execute()
+            )
 
     def _record(self, results: list[dict[str, Any]], now: int) -> None:
         source = local_frame(

@@ -328,7 +328,11 @@ def read_segments(
 
     Corruption, a vanished file and one that cannot be read (no permission, not a file) end up
     in that segment's summary row's ``error`` and the next segment is read; other I/O errors
-    raise, so Spark retries the task instead of recording a transient failure for good.
+    raise, so Spark retries the task instead of recording a transient failure for good. Any
+    other exception the partition's records raise (in the decoder or the reduction: a case no
+    check foresaw) ends up in the ``error`` of that segment and of the partition's later
+    segments of the task, which are not read: the partition is marked uncleanable instead of
+    failing the task, and with it every partition of the micro-batch.
     """
     reducer = None
     if rankings is not None:
@@ -357,21 +361,36 @@ def read_segments(
 
     ends: list[tuple[int, int, str | None]] = []  # per segment: last offset, bytes, error
     counts: list[int] = []  # per segment: the records the first pass read
-    for part in parts:
+    for i, part in enumerate(parts):
         read = 0
         failure: str | None = None
         reader: SegmentReader | None = None
+        reducing: pa.RecordBatch | None = None  # to say where the reduction failed
         try:
             reader = open_reader(part)
-            for batch in chunks(reader, part):
-                read += batch.num_rows
-                for rows in [batch] if reducer is None else reducer.add(batch):
+            for chunk in chunks(reader, part):
+                read += chunk.num_rows
+                reducing = chunk
+                for rows in [chunk] if reducer is None else reducer.add(chunk):
                     yield _records(rows)
+                reducing = None
         except CorruptBatchError as e:
             failure = _describe(e, part.file.path)  # the good records before it still count
         except _UNREADABLE as e:
             failure = _unreadable(part, e)
             reader = None
+        except (OSError, MemoryError):
+            raise  # maybe transient: Spark retries the task
+        except Exception as e:  # one partition's data fails that partition only
+            # What left the task stands (the reduction of a prefix of the log, as after a
+            # corrupt batch); nothing more of the partition is read in this task.
+            failure = _unforeseen(e, part, reader, reducing)
+            last = (-1, 0) if reader is None else (reader.last_offset, reader.valid_bytes)
+            ends += [(*last, failure)] + [(-1, 0, failure)] * (len(parts) - i - 1)
+            first = i if reducer is None else 0  # the plain stream's earlier summaries are out
+            for rest, end in zip(parts[first:], ends, strict=True) if summaries else ():
+                yield _summary(rest, *end)
+            return
         if reader is None:
             ends.append((-1, 0, failure))
         else:
@@ -380,25 +399,32 @@ def read_segments(
         if reducer is None and summaries:  # the plain stream: each right after its records
             yield _summary(part, *ends.pop())
     if reducer is not None:
-        for rows in reducer.finish():
-            yield _records(rows)
-        if reducer.rescan:  # up to the records the first pass saw, segment by segment
-            for i, (part, count) in enumerate(zip(parts, counts, strict=True)):
-                left = count
-                try:
-                    for batch in chunks(open_reader(part), part) if left else ():
-                        batch = batch.slice(0, left)
-                        left -= batch.num_rows
-                        for rows in reducer.again(batch):
-                            yield _records(rows)
-                        if not left:
-                            break
-                except CorruptBatchError:
-                    pass  # where the first pass stopped too
-                except _UNREADABLE as e:
-                    ends[i] = (-1, 0, _unreadable(part, e))
-                # What cannot be read again leaves nothing (nor is the run then one per key).
-                reducer.skip(left)
+        try:
+            for rows in reducer.finish():
+                yield _records(rows)
+            if reducer.rescan:  # up to the records the first pass saw, segment by segment
+                for i, (part, count) in enumerate(zip(parts, counts, strict=True)):
+                    left = count
+                    try:
+                        for batch in chunks(open_reader(part), part) if left else ():
+                            batch = batch.slice(0, left)
+                            left -= batch.num_rows
+                            for rows in reducer.again(batch):
+                                yield _records(rows)
+                            if not left:
+                                break
+                    except CorruptBatchError:
+                        pass  # where the first pass stopped too
+                    except _UNREADABLE as e:
+                        ends[i] = (-1, 0, _unreadable(part, e))
+                    # What cannot be read again leaves nothing (nor is the run then one per key).
+                    reducer.skip(left)
+        except (OSError, MemoryError):
+            raise
+        except Exception as e:  # as in the first pass
+            failure = _unforeseen(e, parts[-1], None, None)
+            ends = [(last, valid, error or failure) for last, valid, error in ends]
+            reducer = None  # its figures are not to be trusted
         for i, (part, end) in enumerate(zip(parts, ends, strict=True) if summaries else ()):
             yield _summary(part, *end, reducer, together=len(parts), figures=i == len(parts) - 1)
 
@@ -412,6 +438,27 @@ def _unreadable(part: ManifestEntry, e: OSError) -> str:
     if isinstance(e, FileNotFoundError):
         return f"{part.file.path}: segment file not found (deleted after discovery)"
     return f"{part.file.path}: segment file cannot be read ({e.strerror or e})"
+
+
+def _unforeseen(
+    e: Exception,
+    part: ManifestEntry,
+    reader: SegmentReader | None,
+    reducing: pa.RecordBatch | None,
+) -> str:
+    """One line for an exception no check foresaw (the decoder turns its own into corrupt
+    batches): the file, where the reader was, the records being reduced if it was the
+    reduction, and the exception."""
+    position = "unknown" if reader is None else str(reader.valid_bytes)
+    reason = " ".join(f"{type(e).__name__}: {e}".split())
+    if reducing is None or not reducing.num_rows:
+        return f"{part.file.path}: unexpected error at position {position}: {reason}"
+    first = reducing.column("batch_base_offset")[0].as_py()
+    last = reducing.column("offset")[-1].as_py()
+    return (
+        f"{part.file.path}: cannot reduce the records of base offset {first} to offset {last} "
+        f"(read up to position {position}): {reason}"
+    )
 
 
 def _describe(e: CorruptBatchError, path: str) -> str:
