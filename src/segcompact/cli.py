@@ -408,15 +408,14 @@ def _sla(args: argparse.Namespace) -> int:
     from segcompact.erasure.ledger_reads import ledger_rows, ledger_views
     from segcompact.erasure.report import build, text
     from segcompact.erasure.summary import scope
-    from segcompact.erasure.unread import judge
     from segcompact.table_sql import open_sql
-    from segcompact.unmerged import unmerged
+    from segcompact.unmerged import judged
 
     views = {**ledger_views(config), "partitions": config.state.partitions_table}
     sql = open_sql(views, config.storage, lambda: _ensured(config))
     deletes, rounds = ledger_rows(sql)
     now = job_clock().now_ms()
-    unread = judge(unmerged(config, sql), config.sla_ms, now)
+    unread = judged(config, sql, now)
     # A record kept for later names every location in full, not from where it was run.
     full = config.with_base_dir(os.getcwd())
     upstream = _upstream(full, {(r["topic"], r["partition"]) for r in (*deletes, *rounds)})

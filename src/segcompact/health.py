@@ -18,11 +18,11 @@ from segcompact.clock import epoch_ms
 from segcompact.config import CompactorConfig
 from segcompact.erasure.ledger_reads import ledger_rows
 from segcompact.erasure.report import breached, build, iso, unread_breaches
-from segcompact.erasure.unread import BREACHED, judge
+from segcompact.erasure.unread import BREACHED, place
 from segcompact.humanize import ago
 from segcompact.lease import job_lease
 from segcompact.table_sql import NoTable, open_sql
-from segcompact.unmerged import unmerged
+from segcompact.unmerged import judged
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -92,7 +92,7 @@ def check(config: CompactorConfig, now_ms: int, spark: Callable[[], SparkSession
     except NoTable:
         rows = []
     deletes, rounds = ledger_rows(sql)
-    unread = judge(unmerged(config, sql), config.sla_ms, now_ms)
+    unread = judged(config, sql, now_ms)
     report = build(deletes, rounds, config.sla_ms, now_ms, unread=unread)
     updates = [ms for r in rows if (ms := epoch_ms(r["updated_at"])) is not None]
     return Health(
@@ -105,8 +105,7 @@ def check(config: CompactorConfig, now_ms: int, spark: Callable[[], SparkSession
         ],
         breaches=len(breached(report)) + len(unread_breaches(report)),
         unverified=[
-            f"{u['topic']}-{u['partition']}: {_UNREAD_STATUS.get(u['status'], u['status'])}, "
-            f"not merged since "
+            f"{place(u)}: {_UNREAD_STATUS.get(u['status'], u['status'])}, not merged since "
             f"{u['unread_since'] or 'an unknown time'} ({u['location']}: {u['why']})"
             for u in report["unread"]
         ],

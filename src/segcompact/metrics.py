@@ -31,10 +31,10 @@ from segcompact.config import CompactorConfig
 from segcompact.erasure.ledger_reads import ledger_rows, ledger_views
 from segcompact.erasure.report import KINDS, build, by_kind
 from segcompact.erasure.schedule import Status
-from segcompact.erasure.unread import BACKLOG, UnreadPartition, judge
+from segcompact.erasure.unread import BACKLOG, UnreadPartition
 from segcompact.status import partition_status, status_views
 from segcompact.table_sql import open_sql
-from segcompact.unmerged import unmerged
+from segcompact.unmerged import judged
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -293,7 +293,7 @@ class JobMetrics:
         views = {**status_views(config), **ledger_views(config)}
         sql = open_sql(views, config.storage, spark)  # one set of tables for both reads
         deletes, rounds = ledger_rows(sql)
-        unread = judge(unmerged(config, sql), config.sla_ms, now_ms)
+        unread = judged(config, sql, now_ms)
         report = build(deletes, rounds, config.sla_ms, now_ms, unread=unread)
         rows = partition_status(sql, config, now_ms)
         sla_topics = {str(r["topic"]) for r in rows if config.sla_ms(str(r["topic"])) is not None}

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from segcompact.backlog import QueryLog, manifest_dir, query_dir
 from segcompact.config import CompactorConfig
 from segcompact.discovery import SegmentFile, discover
-from segcompact.erasure.unread import Unread
+from segcompact.erasure.schedule import smallest_sla_ms
+from segcompact.erasure.unread import ANY_PARTITION, ANY_TOPIC, Unread, UnreadPartition, judge
 from segcompact.errors import SegcompactError
 from segcompact.format.segment import FIRST_BATCH_HEAD, first_append_ms
 from segcompact.manifest import Manifest
@@ -32,7 +33,8 @@ Wanted = Callable[[str, int], bool]
 
 def unmerged(config: CompactorConfig, sql: TableSql, wanted: Wanted | None = None) -> list[Unread]:
     """Every source segment (or damaged segment's rest) of the partitions ``wanted`` picks
-    (default: those of topics with ``gdpr.deletion.sla.ms``) that the merge has not read.
+    (default: those of topics with ``gdpr.deletion.sla.ms``) that the merge has not read, and
+    every source root that cannot be listed (of :data:`ANY_TOPIC`: it may hold any partition).
     ``sql`` has the view ``partitions`` (the partitions table)."""
     want = wanted or (lambda topic, _: config.sla_ms(topic) is not None)
     storage = config.storage
@@ -43,7 +45,13 @@ def unmerged(config: CompactorConfig, sql: TableSql, wanted: Wanted | None = Non
             since = _modified(storage, path)
             out.append(Unread(topic, partition, path, since, f"cannot be listed ({e})"))
 
-    listed = discover(config.source.paths, rolled_only=False, storage=storage, unlisted=unlisted)
+    listed = []
+    for root in config.source.paths:
+        try:
+            listed += discover([root], rolled_only=False, storage=storage, unlisted=unlisted)
+        except (OSError, SegcompactError) as e:  # gone, or not listable: any partition's data
+            why = f"the source root cannot be listed ({e})"
+            out.append(Unread(ANY_TOPIC, ANY_PARTITION, root, _modified(storage, root), why))
     segments = [
         s
         for s in listed
@@ -66,6 +74,16 @@ def unmerged(config: CompactorConfig, sql: TableSql, wanted: Wanted | None = Non
             where = f"{topic}-{partition}"
             out.append(Unread(topic, partition, where, None, f"uncleanable: {reason}"))
     return out
+
+
+def judged(config: CompactorConfig, sql: TableSql, now_ms: int) -> list[UnreadPartition]:
+    """:func:`unmerged` data of the topics with an SLA, judged (``erasure.unread.judge``);
+    what cannot be tied to a topic (a source root not listed) by the smallest SLA."""
+
+    def sla_of(topic: str) -> int | None:
+        return smallest_sla_ms(config) if topic == ANY_TOPIC else config.sla_ms(topic)
+
+    return judge(unmerged(config, sql), sla_of, now_ms)
 
 
 def _read_segments(config: CompactorConfig) -> tuple[set[str], str]:

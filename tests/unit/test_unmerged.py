@@ -13,15 +13,18 @@ from deltalake import write_deltalake
 from segcompact.backlog import manifest_dir, query_dir
 from segcompact.config import CompactorConfig, load_config
 from segcompact.discovery import discover
+from segcompact.erasure.report import iso
+from segcompact.erasure.unread import ANY_TOPIC, BACKLOG, UNVERIFIED, findings
 from segcompact.format.batch import build_batch
 from segcompact.format.record import Record
 from segcompact.manifest import Manifest
 from segcompact.table_sql import DeltaSql
-from segcompact.unmerged import unmerged
+from segcompact.unmerged import judged, unmerged
 from tests.support.config import write_config
 
 T0 = 1_700_000_000_000
 MTIME = T0 + 60_000
+HOUR = 3_600_000
 
 
 def _segment(root: Path, tp: str, base: int, ts: int | None) -> str:
@@ -123,3 +126,25 @@ def test_a_checkpoint_that_cannot_be_read_leaves_nothing_known_merged(
     found = _found(config, _partitions(config, {}))
     assert len(found) == 3
     assert all(why.startswith("not known to be merged") for _, why in found.values())
+
+
+def test_a_source_root_that_cannot_be_listed_may_hold_any_partition(tmp_path: Path) -> None:
+    root = tmp_path / "in"
+    _segment(root, "gdpr-0", 0, T0)
+    gone = tmp_path / "unmounted"
+    path = write_config(
+        tmp_path / "job",
+        [root, gone],
+        topics={"gdpr": {"gdpr.deletion.sla.ms": 2 * HOUR}, "fast": {"gdpr.deletion.sla.ms": HOUR}},
+    )
+    config = load_config(path)
+    sql = _partitions(config, {})
+    (anywhere,) = [u for u in unmerged(config, sql) if u.topic == ANY_TOPIC]
+    assert anywhere.location == str(gone) and anywhere.since_ms is None
+    assert "cannot be listed" in anywhere.why
+    # Judged by the smallest SLA; in every partition's proof.
+    parts = {p.topic: p for p in judged(config, sql, T0)}
+    assert parts[ANY_TOPIC].sla_ms == HOUR and parts[ANY_TOPIC].status == UNVERIFIED
+    assert parts["gdpr"].status == BACKLOG
+    shown = [f["location"] for f in findings(unmerged(config, sql), "other", 3, iso)]
+    assert shown == [str(gone)]

@@ -21,7 +21,7 @@ from segcompact.erasure.schedule import (
     row_outcome,
 )
 from segcompact.erasure.summary import period, summary
-from segcompact.erasure.unread import BREACHED, UnreadPartition, reported
+from segcompact.erasure.unread import BREACHED, UnreadPartition, place, reported
 from segcompact.humanize import duration, iso_time
 
 Row = Mapping[str, Any]
@@ -232,7 +232,7 @@ def _unread_lines(report: Mapping[str, Any]) -> list[str]:
         what = "unread data past its deadline" if p["status"] == BREACHED else p["status"]
         deadline = f", deadline {p['deadline']}" if p["deadline"] else ""
         lines.append(
-            f"  {p['topic']}-{p['partition']}: {what}: {p['segments']} segment(s) since "
+            f"  {place(p)}: {what}: {p['segments']} segment(s) since "
             f"{since}{deadline}; oldest {p['location']}: {p['why']}"
         )
     return lines

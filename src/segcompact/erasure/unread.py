@@ -18,7 +18,7 @@ proof cannot be complete (:func:`findings`: its verdict is ``unknown``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,8 @@ from segcompact.erasure.verdict import UNMERGED
 BACKLOG = "backlog"
 UNVERIFIED = "unverified"
 BREACHED = Status.BREACHED
+# The topic and partition of data that cannot be tied to one (a source root not listed).
+ANY_TOPIC, ANY_PARTITION = "*", -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +60,10 @@ class UnreadPartition:
     oldest: Unread  # the segment it is judged by
 
     def as_json(self, iso: Callable[[int | None], str | None]) -> dict[str, Any]:
+        anywhere = self.topic == ANY_TOPIC
         return {
-            "topic": self.topic,
-            "partition": self.partition,
+            "topic": None if anywhere else self.topic,  # None: any topic's, any partition's
+            "partition": None if anywhere else self.partition,
             "sla_ms": self.sla_ms,
             "status": self.status,
             "unread_since": iso(self.since_ms),
@@ -117,11 +120,19 @@ def reported(parts: Sequence[UnreadPartition]) -> list[UnreadPartition]:
     return [p for p in parts if p.status != BACKLOG]
 
 
+def place(shown: Mapping[str, Any]) -> str:
+    """``topic-partition`` of an :meth:`UnreadPartition.as_json`, or ``any partition``."""
+    if shown["topic"] is None:
+        return "any partition"
+    return f"{shown['topic']}-{shown['partition']}"
+
+
 def findings(
     unread: Iterable[Unread], topic: str, partition: int, iso: Callable[[int | None], str | None]
 ) -> list[dict[str, Any]]:
-    """``verify-erasure``'s findings for one partition's unread data, of any age and any topic:
-    each makes a verdict that would claim an absence ``unknown``."""
+    """``verify-erasure``'s findings for one partition's unread data (and what may be any
+    partition's), of any age and any topic: each makes a verdict that would claim an absence
+    ``unknown``."""
     return [
         {
             "kind": UNMERGED,
@@ -130,5 +141,5 @@ def findings(
             "detail": f"{u.why}, since {iso(u.since_ms) or 'an unknown time'}",
         }
         for u in sorted(unread, key=lambda u: u.location)
-        if (u.topic, u.partition) == (topic, partition)
+        if (u.topic, u.partition) in ((topic, partition), (ANY_TOPIC, ANY_PARTITION))
     ]
