@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
+from segcompact.erasure.html import render_html
 from segcompact.erasure.report import build, iso, text, unread_breaches
 from segcompact.erasure.unread import (
     BACKLOG,
@@ -109,6 +110,9 @@ def test_the_report_names_unverified_and_breached_partitions() -> None:
     assert "gdpr-0: unverified: 1 segment(s)" in shown
     assert "gdpr-1: unread data past its deadline" in shown and "past the damage" in shown
     assert "gdpr-2" not in shown  # younger than a quarter of the SLA: the usual wait
+    page = render_html(report)
+    assert 'id="unread"' in page and "past its deadline" in page and "past the damage" in page
+    assert 'id="unread"' not in render_html(build([], [], lambda t: SLA, NOW))
 
 
 @pytest.mark.parametrize(
