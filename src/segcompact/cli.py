@@ -476,7 +476,7 @@ def _verify_erasure(args: argparse.Namespace) -> int:
     from segcompact.erasure.unread import findings
     from segcompact.erasure.verdict import proof, text
     from segcompact.table_sql import open_sql
-    from segcompact.unmerged import unmerged
+    from segcompact.unmerged import cleared, unmerged
 
     secret = ledger_secret(config.state.ledger_secret_file)
     for section, name, table in LOCATION_KEYS:
@@ -507,8 +507,9 @@ def _verify_erasure(args: argparse.Namespace) -> int:
         live_offsets=() if rows.current is None else (rows.current.offset,),
         storage=config.storage,
     )
-    # Any source data of the partition not merged: the proof cannot be complete.
+    # Source data of the partition not merged that may hold the key: no complete proof.
     tp_only = unmerged(config, sql, lambda t, p: (t, p) == (args.topic, args.partition))
+    read = cleared(config, result.read_whole, [f.location for f in result.upstream])
     shown = proof(
         topic=args.topic,
         partition=args.partition,
@@ -518,7 +519,7 @@ def _verify_erasure(args: argparse.Namespace) -> int:
         ledger=rows.ledger,
         found=[
             *(dataclasses.asdict(f) for f in result.found),
-            *findings(tp_only, args.topic, args.partition, iso),
+            *findings(tp_only, args.topic, args.partition, iso, read),
         ],
         upstream=[dataclasses.asdict(f) for f in result.upstream],
         notes=result.notes,

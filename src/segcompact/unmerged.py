@@ -13,7 +13,7 @@ and a file whose batches cannot be read still has an age.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from segcompact.backlog import QueryLog, manifest_dir, query_dir
 from segcompact.config import CompactorConfig
@@ -43,7 +43,7 @@ def unmerged(config: CompactorConfig, sql: TableSql, wanted: Wanted | None = Non
     def unlisted(topic: str, partition: int, path: str, e: OSError) -> None:
         if want(topic, partition):
             since = _modified(storage, path)
-            out.append(Unread(topic, partition, path, since, f"cannot be listed ({e})"))
+            out.append(Unread(topic, partition, path, since, f"cannot be listed ({e})", True))
 
     listed = []
     for root in config.source.paths:
@@ -51,7 +51,7 @@ def unmerged(config: CompactorConfig, sql: TableSql, wanted: Wanted | None = Non
             listed += discover([root], rolled_only=False, storage=storage, unlisted=unlisted)
         except (OSError, SegcompactError) as e:  # gone, or not listable: any partition's data
             why = f"the source root cannot be listed ({e})"
-            out.append(Unread(ANY_TOPIC, ANY_PARTITION, root, _modified(storage, root), why))
+            out.append(Unread(ANY_TOPIC, ANY_PARTITION, root, _modified(storage, root), why, True))
     segments = [
         s
         for s in listed
@@ -63,7 +63,7 @@ def unmerged(config: CompactorConfig, sql: TableSql, wanted: Wanted | None = Non
         reason = damaged.get((s.topic, s.partition))
         if reason is not None and reason.startswith(f"{s.path}: "):
             why = f"past the damage of an uncleanable partition: {reason}"
-            out.append(_unread(storage, s, why))
+            out.append(_unread(storage, s, why, partial=True))
         elif s.path not in read:
             out.append(_unread(storage, s, why_unread))
     found = {s.path for s in segments}
@@ -72,7 +72,7 @@ def unmerged(config: CompactorConfig, sql: TableSql, wanted: Wanted | None = Non
         # and has no age left to read.
         if want(topic, partition) and not any(reason.startswith(f"{p}: ") for p in found):
             where = f"{topic}-{partition}"
-            out.append(Unread(topic, partition, where, None, f"uncleanable: {reason}"))
+            out.append(Unread(topic, partition, where, None, f"uncleanable: {reason}", True))
     return out
 
 
@@ -84,6 +84,19 @@ def judged(config: CompactorConfig, sql: TableSql, now_ms: int) -> list[UnreadPa
         return smallest_sla_ms(config) if topic == ANY_TOPIC else config.sla_ms(topic)
 
     return judge(unmerged(config, sql), sla_of, now_ms)
+
+
+def cleared(config: CompactorConfig, read_whole: Iterable[str], holding: Iterable[str]) -> set[str]:
+    """The source segments a key's scan read to their end (``read_whole``) and found no record
+    of it in (not in ``holding``), named as :func:`unmerged` names them (absolute)."""
+    return {_absolute(config.storage, p) for p in read_whole} - {
+        _absolute(config.storage, p) for p in holding
+    }
+
+
+def _absolute(storage: Storage, path: str) -> str:
+    fs, at = storage.resolve(path)
+    return fs.abspath(at)
 
 
 def _read_segments(config: CompactorConfig) -> tuple[set[str], str]:
@@ -114,8 +127,8 @@ def _damaged(sql: TableSql) -> dict[tuple[str, int], str]:
     return {(r["topic"], r["partition"]): str(r["uncleanable_reason"]) for r in rows}
 
 
-def _unread(storage: Storage, s: SegmentFile, why: str) -> Unread:
-    return Unread(s.topic, s.partition, s.path, _since(storage, s.path), why)
+def _unread(storage: Storage, s: SegmentFile, why: str, *, partial: bool = False) -> Unread:
+    return Unread(s.topic, s.partition, s.path, _since(storage, s.path), why, partial)
 
 
 def _since(storage: Storage, path: str) -> int | None:

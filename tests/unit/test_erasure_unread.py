@@ -146,3 +146,13 @@ def test_a_copy_found_stands_beside_unmerged_data() -> None:
     verdict = decide(None, [], found, "w")
     assert verdict.name == PENDING and not verdict.proven
     assert found[1]["detail"] == "not merged yet, since an unknown time"
+
+
+def test_an_unmerged_segment_read_whole_without_the_key_changes_no_verdict() -> None:
+    active = Unread("gdpr", 0, "/in/gdpr-0/00000000000000000010.log", NOW, "not merged yet")
+    damaged = Unread("gdpr", 0, "/in/gdpr-0/00000000000000000005.log", NOW, "past the damage", True)
+    cleared = {active.location, damaged.location}  # both decoded: the damaged one still counts
+    found = findings([active, damaged], "gdpr", 0, iso, cleared)
+    assert [f["location"] for f in found] == [damaged.location]
+    assert [f["location"] for f in findings([active], "gdpr", 0, iso, cleared)] == []
+    assert decide(Held(4, False), [], [], "w").proven

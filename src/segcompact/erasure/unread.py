@@ -12,13 +12,16 @@ partition holding one is judged by its oldest (:func:`judge`):
   it may hold cannot be shown in time;
 - ``breached``: the SLA or older: unread data past its deadline.
 
-``verify-erasure`` is stricter: any data of the partition not merged, of any age, means the
-proof cannot be complete (:func:`findings`: its verdict is ``unknown``).
+``verify-erasure`` is stricter about one key: data of the partition not merged, of any age,
+that may hold it makes its verdict ``unknown`` (:func:`findings`): a segment with a record of
+the key, or one that cannot be read whole. A segment its scan read to the end without the key
+cannot change the verdict (else a Kafka active segment, never merged, would leave no key
+provable).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,13 +40,16 @@ class Unread:
     """A source segment, or the part of one past its damage, that the merge has not read.
 
     ``since_ms``: its earliest append time (the first batch's timestamp or the file's
-    modification time, the earlier), None when neither can be read."""
+    modification time, the earlier), None when neither can be read. ``partial``: only part of
+    it, or none, can be read (past a segment's damage, a file gone, a directory not listed):
+    what it holds cannot be known."""
 
     topic: str
     partition: int
     location: str
     since_ms: int | None
     why: str
+    partial: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,11 +134,17 @@ def place(shown: Mapping[str, Any]) -> str:
 
 
 def findings(
-    unread: Iterable[Unread], topic: str, partition: int, iso: Callable[[int | None], str | None]
+    unread: Iterable[Unread],
+    topic: str,
+    partition: int,
+    iso: Callable[[int | None], str | None],
+    cleared: Collection[str] = (),
 ) -> list[dict[str, Any]]:
     """``verify-erasure``'s findings for one partition's unread data (and what may be any
     partition's), of any age and any topic: each makes a verdict that would claim an absence
-    ``unknown``."""
+    ``unknown``. ``cleared``: segments the scan read to their end and found no record of the
+    key in; unless ``partial``, such a segment cannot change the key's verdict and is left
+    out (a Kafka active segment, never merged, would otherwise leave no key provable)."""
     return [
         {
             "kind": UNMERGED,
@@ -142,4 +154,5 @@ def findings(
         }
         for u in sorted(unread, key=lambda u: u.location)
         if (u.topic, u.partition) in ((topic, partition), (ANY_TOPIC, ANY_PARTITION))
+        and (u.partial or u.location not in cleared)
     ]
