@@ -9,9 +9,24 @@ from when a batch is planned, and ``commits/<batch>`` from when it is done.
 from __future__ import annotations
 
 import json
+import posixpath
+from typing import TYPE_CHECKING
 
 from segcompact.manifest import Manifest, seq_of
 from segcompact.storage import FileSystem, Storage
+
+if TYPE_CHECKING:
+    from segcompact.config import CompactorConfig
+
+
+def manifest_dir(config: CompactorConfig) -> str:
+    """The source's segment manifest lives beside the query's checkpoint."""
+    return posixpath.join(config.stream.checkpoint, "manifest")
+
+
+def query_dir(config: CompactorConfig) -> str:
+    """The streaming query's own checkpoint (offsets, commits), beside the manifest."""
+    return posixpath.join(config.stream.checkpoint, "query")
 
 
 class QueryLog:

@@ -413,14 +413,18 @@ def _sla(args: argparse.Namespace) -> int:
     from segcompact.erasure.report import build, text
     from segcompact.erasure.summary import scope
     from segcompact.table_sql import open_sql
+    from segcompact.unmerged import judged
 
-    views = ledger_views(config)
-    deletes, rounds = ledger_rows(open_sql(views, config.storage, lambda: _ensured(config)))
+    views = {**ledger_views(config), "partitions": config.state.partitions_table}
+    sql = open_sql(views, config.storage, lambda: _ensured(config))
+    deletes, rounds = ledger_rows(sql)
+    now = job_clock().now_ms()
+    unread = judged(config, sql, now)
     # A record kept for later names every location in full, not from where it was run.
     full = config.with_base_dir(os.getcwd())
     upstream = _upstream(full, {(r["topic"], r["partition"]) for r in (*deletes, *rounds)})
     where = scope(full, os.path.abspath(args.config))
-    report = build(deletes, rounds, config.sla_ms, job_clock().now_ms(), upstream, where)
+    report = build(deletes, rounds, config.sla_ms, now, upstream, where, unread)
     if args.format == "json":
         out = json.dumps(report, indent=2)
     elif args.format == "html":
@@ -473,8 +477,10 @@ def _verify_erasure(args: argparse.Namespace) -> int:
     from segcompact.erasure.ledger_reads import key_rows, key_views, partition_known
     from segcompact.erasure.report import iso
     from segcompact.erasure.scan import scan_for_key
+    from segcompact.erasure.unread import findings
     from segcompact.erasure.verdict import proof, text
     from segcompact.table_sql import open_sql
+    from segcompact.unmerged import cleared, unmerged
 
     secret = ledger_secret(config.state.ledger_secret_file)
     for section, name, table in LOCATION_KEYS:
@@ -505,6 +511,9 @@ def _verify_erasure(args: argparse.Namespace) -> int:
         live_offsets=() if rows.current is None else (rows.current.offset,),
         storage=config.storage,
     )
+    # Source data of the partition not merged that may hold the key: no complete proof.
+    tp_only = unmerged(config, sql, lambda t, p: (t, p) == (args.topic, args.partition))
+    read = cleared(config, result.read_whole, [f.location for f in result.upstream])
     shown = proof(
         topic=args.topic,
         partition=args.partition,
@@ -512,7 +521,10 @@ def _verify_erasure(args: argparse.Namespace) -> int:
         now=iso(job_clock().now_ms()),
         current=rows.current,
         ledger=rows.ledger,
-        found=[dataclasses.asdict(f) for f in result.found],
+        found=[
+            *(dataclasses.asdict(f) for f in result.found),
+            *findings(tp_only, args.topic, args.partition, iso, read),
+        ],
         upstream=[dataclasses.asdict(f) for f in result.upstream],
         notes=result.notes,
     )
@@ -640,10 +652,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--fail-on",
         type=_checks,
-        default="running,uncleanable,breaches",
+        default="running,uncleanable,breaches,unverified",
         metavar="C[,C…]",
-        help="the checks that make the exit code 1: running, uncleanable, breaches (default all;"
-        " a liveness probe wants running)",
+        help="the checks that make the exit code 1: running, uncleanable, breaches, unverified "
+        "(default all; a liveness probe wants running)",
     )
     p.set_defaults(func=_health)
 

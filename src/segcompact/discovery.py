@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from segcompact.errors import ConfigError
@@ -81,13 +81,19 @@ def parse_segment_name(name: str) -> int | None:
 
 
 def discover(
-    roots: Iterable[str], *, rolled_only: bool = True, storage: Storage | None = None
+    roots: Iterable[str],
+    *,
+    rolled_only: bool = True,
+    storage: Storage | None = None,
+    unlisted: Callable[[str, int, str, OSError], None] | None = None,
 ) -> list[SegmentFile]:
     """Every eligible segment under ``roots``, sorted by topic, partition, base offset, path.
 
     With ``rolled_only`` the segment with the highest base offset in each partition directory is
     the active one (still being appended to) and is left out until a newer one appears.
-    A root that does not exist raises :class:`ConfigError` (:func:`check_roots`).
+    A root that does not exist raises :class:`ConfigError` (:func:`check_roots`). A partition
+    directory that cannot be listed raises, or goes to ``unlisted(topic, partition, path,
+    error)`` and is skipped.
     """
     found: list[SegmentFile] = []
     storage = storage or Storage()
@@ -100,9 +106,16 @@ def discover(
             if parsed is None or not _inside(fs, entry.path, root):
                 continue
             topic, partition = parsed
+            try:
+                files = _list_or_empty(fs, entry.path)
+            except OSError as e:
+                if unlisted is None:
+                    raise
+                unlisted(topic, partition, entry.path, e)
+                continue
             segments = [
                 SegmentFile(topic, partition, base, f.path, f.size)
-                for f in _list_or_empty(fs, entry.path)
+                for f in files
                 if not f.is_dir
                 and (base := parse_segment_name(f.name)) is not None
                 and _inside(fs, f.path, root)

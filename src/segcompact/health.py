@@ -2,7 +2,8 @@
 
 Reads only what is cheap and needs no JVM: the lease files of the job's locations (renewed every
 third of ``lease_timeout_ms`` by a live job, so a hung or dead one shows within the timeout),
-and the partitions table and the deletion ledger by delta-rs (:mod:`segcompact.table_sql`).
+the partitions table and the deletion ledger by delta-rs (:mod:`segcompact.table_sql`), and
+the source data not merged yet (:mod:`segcompact.unmerged`: listings and batch headers).
 Each check passes or fails; ``--fail-on`` picks those that make the exit code 1 (a liveness
 probe wants ``running`` alone: restarting fixes no uncleanable partition).
 """
@@ -10,21 +11,26 @@ probe wants ``running`` alone: restarting fixes no uncleanable partition).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from segcompact.clock import epoch_ms
 from segcompact.config import CompactorConfig
 from segcompact.erasure.ledger_reads import ledger_rows
-from segcompact.erasure.report import breached, build, iso
+from segcompact.erasure.report import breached, build, iso, unread_breaches
+from segcompact.erasure.unread import BREACHED, place
 from segcompact.humanize import ago
 from segcompact.lease import job_lease
 from segcompact.table_sql import NoTable, open_sql
+from segcompact.unmerged import judged
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-CHECKS = ("running", "uncleanable", "breaches")
+CHECKS = ("running", "uncleanable", "breaches", "unverified")
+
+
+_UNREAD_STATUS = {BREACHED: "breached (unread data past its deadline)"}
 
 
 @dataclass(frozen=True)
@@ -32,7 +38,10 @@ class Health:
     running: str | None  # the live `segcompact run` holding the job's lease, described
     last_batch_ms: int | None  # the partitions table's newest update
     uncleanable: list[str]  # "topic-partition: reason"
-    breaches: int  # deletions and erasure rounds past their deadline
+    breaches: int  # deletions, erasure rounds and unread source data past their deadline
+    # "topic-partition: status since …": source data not merged, a quarter of the SLA old or
+    # more (unverified) or past it (breached, counted in breaches too)
+    unverified: list[str] = field(default_factory=list)
 
     def failed(self) -> list[str]:
         """The checks that fail, in :data:`CHECKS` order."""
@@ -40,6 +49,7 @@ class Health:
             "running": self.running is None,
             "uncleanable": bool(self.uncleanable),
             "breaches": self.breaches > 0,
+            "unverified": bool(self.unverified),
         }
         return [name for name in CHECKS if failing[name]]
 
@@ -49,6 +59,7 @@ class Health:
             "last_batch": iso(self.last_batch_ms),
             "uncleanable": self.uncleanable,
             "breaches": self.breaches,
+            "unverified": self.unverified,
             "failed": self.failed(),
         }
 
@@ -60,6 +71,8 @@ class Health:
             f"uncleanable partitions: {len(self.uncleanable)}",
             *(f"  {u}" for u in self.uncleanable),
             f"deletion SLA breaches: {self.breaches}",
+            f"partitions with source data not merged, unverified: {len(self.unverified)}",
+            *(f"  {u}" for u in self.unverified),
         ]
         return "\n".join(lines)
 
@@ -79,7 +92,8 @@ def check(config: CompactorConfig, now_ms: int, spark: Callable[[], SparkSession
     except NoTable:
         rows = []
     deletes, rounds = ledger_rows(sql)
-    report = build(deletes, rounds, config.sla_ms, now_ms)
+    unread = judged(config, sql, now_ms)
+    report = build(deletes, rounds, config.sla_ms, now_ms, unread=unread)
     updates = [ms for r in rows if (ms := epoch_ms(r["updated_at"])) is not None]
     return Health(
         running=holders[0].describe() if holders else None,
@@ -89,5 +103,10 @@ def check(config: CompactorConfig, now_ms: int, spark: Callable[[], SparkSession
             for r in rows
             if r["uncleanable_reason"] is not None
         ],
-        breaches=len(breached(report)),
+        breaches=len(breached(report)) + len(unread_breaches(report)),
+        unverified=[
+            f"{place(u)}: {_UNREAD_STATUS.get(u['status'], u['status'])}, not merged since "
+            f"{u['unread_since'] or 'an unknown time'} ({u['location']}: {u['why']})"
+            for u in report["unread"]
+        ],
     )

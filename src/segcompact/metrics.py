@@ -31,13 +31,16 @@ from segcompact.config import CompactorConfig
 from segcompact.erasure.ledger_reads import ledger_rows, ledger_views
 from segcompact.erasure.report import KINDS, build, by_kind
 from segcompact.erasure.schedule import Status
+from segcompact.erasure.unread import BACKLOG, UnreadPartition
 from segcompact.status import partition_status, status_views
 from segcompact.table_sql import open_sql
+from segcompact.unmerged import judged
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 PARTITION = ("topic", "partition")
+TOPIC = ("topic",)
 KIND = ("kind",)  # an erasure's: erasure.report.KINDS
 RECENT_BATCHES = 10  # max-clean-time-secs: the longest of the last ones, as Kafka's cleaner
 REFRESH_S = 10.0  # the tables are read again after a batch or upkeep at most this often
@@ -186,6 +189,21 @@ class JobMetrics:
             KIND,
             registry=None,
         )
+        # Source data not merged yet, of topics with a deletion SLA (erasure.unread).
+        self.unverified = Gauge(
+            "segcompact_unverified_partitions",
+            "partitions of an SLA topic whose source data not merged is a quarter of "
+            "gdpr.deletion.sla.ms old or older (or of no readable age): their erasures cannot "
+            "be shown; past the SLA they are breaches (segcompact sla, health)",
+            TOPIC,
+            registry=None,
+        )
+        self.oldest_unread = Gauge(
+            "segcompact_oldest_unread_age_secs",
+            "age of an SLA topic's oldest source data not merged, from its append (0: none)",
+            TOPIC,
+            registry=None,
+        )
         self.ready = Gauge(
             "segcompact_metrics_ready",
             "1 once the job has read its tables; until then the gauges read from them are absent",
@@ -206,6 +224,8 @@ class JobMetrics:
                 self.deletions_pending,
                 self.deletions_breached,
                 self.oldest_pending,
+                self.unverified,
+                self.oldest_unread,
             )
         )
         self._batches = Known((self.max_clean_time, self.batch_seconds, self.since_last_run))
@@ -273,12 +293,24 @@ class JobMetrics:
         views = {**status_views(config), **ledger_views(config)}
         sql = open_sql(views, config.storage, spark)  # one set of tables for both reads
         deletes, rounds = ledger_rows(sql)
-        report = build(deletes, rounds, config.sla_ms, now_ms)
-        self.tables(partition_status(sql, config, now_ms), report, now_ms)
+        unread = judged(config, sql, now_ms)
+        report = build(deletes, rounds, config.sla_ms, now_ms, unread=unread)
+        rows = partition_status(sql, config, now_ms)
+        sla_topics = {str(r["topic"]) for r in rows if config.sla_ms(str(r["topic"])) is not None}
+        self.tables(rows, report, now_ms, unread, sla_topics)
 
-    def tables(self, rows: Sequence[dict[str, Any]], report: dict[str, Any], now_ms: int) -> None:
-        """Set the table gauges from ``status`` rows and the SLA report (``erasure.report``'s
-        :func:`build` of the ledger's rows); the gauges are exported from now on."""
+    def tables(
+        self,
+        rows: Sequence[dict[str, Any]],
+        report: dict[str, Any],
+        now_ms: int,
+        unread: Sequence[UnreadPartition] = (),
+        sla_topics: Iterable[str] = (),
+    ) -> None:
+        """Set the table gauges from ``status`` rows, the SLA report (``erasure.report``'s
+        :func:`build` of the ledger's rows) and the partitions with source data not merged
+        (``erasure.unread``'s :func:`judge`; every topic of ``sla_topics`` and of ``unread``
+        gets a series); the gauges are exported from now on."""
         for gauge in (
             self.delay,
             self.dirty_ratio,
@@ -310,6 +342,14 @@ class JobMetrics:
             self.deletions_breached.labels(kind).set(len(missed[kind]))
             appended = [_epoch_ms(_appended(r)) for r in pending[kind]]
             self.oldest_pending.labels(kind).set((now_ms - min(appended)) / 1000 if appended else 0)
+        self.unverified.clear()
+        self.oldest_unread.clear()
+        for topic in sorted({*sla_topics, *(u.topic for u in unread)}):
+            mine = [u for u in unread if u.topic == topic]
+            self.unverified.labels(topic).set(sum(1 for u in mine if u.status != BACKLOG))
+            since = [u.since_ms for u in mine if u.since_ms is not None]
+            if since or not mine:  # data of no readable age has no age to show: absent
+                self.oldest_unread.labels(topic).set((now_ms - min(since)) / 1000 if since else 0)
         self._tables.known = True
         self.ready.set(1)
 

@@ -38,7 +38,7 @@ def test_every_query_names_an_exported_metric() -> None:
         assert named <= exported, (expr, named - exported)
 
 
-def test_the_dashboard_covers_delay_dirty_ratio_throughput_and_the_sla() -> None:
+def test_the_dashboard_covers_delay_dirty_ratio_throughput_the_sla_and_unread_data() -> None:
     exprs = " ".join(
         t["expr"] for p in json.loads(DASHBOARD.read_text())["panels"] for t in p["targets"]
     )
@@ -47,6 +47,8 @@ def test_the_dashboard_covers_delay_dirty_ratio_throughput_and_the_sla() -> None
         "segcompact_dirty_ratio",
         "segcompact_bytes_read_total",
         "segcompact_deletions_breached",
+        "segcompact_unverified_partitions",
+        "segcompact_oldest_unread_age_secs",
     ):
         assert metric in exprs, metric
 

@@ -25,9 +25,9 @@ def _modules(*packages: ModuleType) -> list[str]:
 
 
 # Pure modules of packages that also do I/O (erasure's scan reads files; its verdict does not).
-PURE_MODULES = ("segcompact.erasure.verdict", "segcompact.humanize")
+PURE_MODULES = ("segcompact.erasure.verdict", "segcompact.erasure.unread", "segcompact.humanize")
 # Modules that read (delta-rs, files) but must answer without a JVM.
-NO_SPARK_MODULES = ("segcompact.dump", "segcompact.cli", "segcompact.due")
+NO_SPARK_MODULES = ("segcompact.dump", "segcompact.cli", "segcompact.due", "segcompact.unmerged")
 
 
 @pytest.mark.parametrize("module", [*_modules(*PURE_PACKAGES), *PURE_MODULES, *NO_SPARK_MODULES])

@@ -226,6 +226,26 @@ def _missed(report: Mapping[str, Any]) -> str:
     return _table(head, rows, row_class="breached")
 
 
+def _unread(report: Mapping[str, Any]) -> str:
+    """The partitions whose source data the job has not read yet: a deletion in it is not
+    known, so the report above cannot vouch for it."""
+    rows = [
+        [_td("any" if u["topic"] is None else u["topic"]),
+         _td("any" if u["partition"] is None else u["partition"], num=True),
+         _td("past its deadline" if u["status"] == "breached" else "unverified",
+             breached=u["status"] == "breached"),
+         _td(_when(u.get("unread_since")) or "unknown"), _td(_when(u.get("deadline")) or "—"),
+         _td(u["segments"], num=True), _td(f"{u['location']}: {u['why']}")]
+        for u in report.get("unread") or []
+    ]  # fmt: skip
+    head = ("topic", "partition", "status", "unread since", "deadline", "segments", "oldest")
+    return (
+        "<p>Data the job has not read yet: a deletion in it is not in the ledger, so nothing "
+        "above can vouch for it. Unverified from a quarter of the deadline, missed past it.</p>"
+        + _table(head, rows)
+    )
+
+
 def _not_owned(report: Mapping[str, Any]) -> str:
     found = "".join(
         f"<li><code>{_e(u.get('location'))}</code>: {_e(u.get('note'))}</li>"
@@ -279,6 +299,8 @@ def render_html(report: Mapping[str, Any]) -> str:
             "<h2>Missed deadlines</h2>",
             _missed(report),
         ]
+    if report.get("unread"):
+        body += ['<h2 id="unread">Data not read yet</h2>', _unread(report)]
     body += ["<h2>What is not owned</h2>", _not_owned(report), "<h2>Glossary</h2>", _glossary()]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -21,6 +21,7 @@ from segcompact.erasure.schedule import (
     row_outcome,
 )
 from segcompact.erasure.summary import period, summary
+from segcompact.erasure.unread import BREACHED, UnreadPartition, place, reported
 from segcompact.humanize import duration, iso_time
 
 Row = Mapping[str, Any]
@@ -94,9 +95,12 @@ def build(
     now: int,
     upstream: Sequence[Mapping[str, str]] = (),
     scope: Mapping[str, Any] | None = None,
+    unread: Sequence[UnreadPartition] = (),
 ) -> dict[str, Any]:
     """The report: a summary, the period and ``scope`` (:func:`summary.scope`) it covers, per
-    partition figures, every delete and round row, the upstream copies and what is not owned."""
+    partition figures, every delete and round row, the partitions whose source data not merged
+    is unverified or breached (``unread``: :func:`segcompact.erasure.unread.judge`'s), the
+    upstream copies and what is not owned."""
     by_tp: dict[tuple[str, int], dict[str, Any]] = {}
     waits: dict[tuple[str, int], list[int]] = defaultdict(list)
     spans: dict[tuple[str, int], list[dict[str, int]]] = defaultdict(list)
@@ -149,6 +153,7 @@ def build(
         "partitions": [by_tp[tp] for tp in sorted(by_tp)],
         "deletions": deletions,
         "overwrites": overwrites,
+        "unread": [p.as_json(iso) for p in reported(unread)],
         "upstream": list(upstream),
         "not_owned": [{"what": what, "note": note} for what, note in NOT_OWNED],
     }
@@ -170,11 +175,18 @@ def breached(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [r for rows in by_kind(report, Status.BREACHED).values() for r in rows]
 
 
+def unread_breaches(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The report's partitions whose unread source data is past its deadline."""
+    return [p for p in report.get("unread", ()) if p["status"] == BREACHED]
+
+
 def text(report: Mapping[str, Any]) -> str:
-    """The report as a terminal reads it: the summary, a line per partition, every breach."""
+    """The report as a terminal reads it: the summary, a line per partition, every breach, the
+    partitions with unread data."""
     parts = report["partitions"]
     if not parts:
-        return "no deletions recorded (no topic with gdpr.deletion.sla.ms has deleted anything)"
+        none = "no deletions recorded (no topic with gdpr.deletion.sla.ms has deleted anything)"
+        return "\n".join([none, *_unread_lines(report)])
     overall, covered = report["summary"]["overall"], report["period"]
     lines = [
         f"{overall['met']} of {overall['total']} met ({overall['percent']['met']:.1f} %), "
@@ -203,9 +215,27 @@ def text(report: Mapping[str, Any]) -> str:
                 f"  {r['topic']}-{r['partition']} {what}: deadline {r['deadline']}, stage "
                 f"{r['breach_stage']}{why}"
             )
+    lines += _unread_lines(report)
     for u in report["upstream"]:
         lines.append(f"upstream, not owned: {u['location']}: {u['note']}")
     return "\n".join(lines)
+
+
+def _unread_lines(report: Mapping[str, Any]) -> list[str]:
+    """A line per partition whose source data not merged is unverified or breached."""
+    unread = report.get("unread", ())
+    if not unread:
+        return []
+    lines = ["", "source data not merged (deletions in it are not seen, nor erased):"]
+    for p in unread:
+        since = p["unread_since"] or "an unknown time"
+        what = "unread data past its deadline" if p["status"] == BREACHED else p["status"]
+        deadline = f", deadline {p['deadline']}" if p["deadline"] else ""
+        lines.append(
+            f"  {place(p)}: {what}: {p['segments']} segment(s) since "
+            f"{since}{deadline}; oldest {p['location']}: {p['why']}"
+        )
+    return lines
 
 
 def _dur(ms: int | None) -> str:

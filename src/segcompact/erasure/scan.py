@@ -65,6 +65,8 @@ class ScanResult:
     found: list[Finding] = field(default_factory=list)
     upstream: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # The source segments decoded to their end: where ``upstream`` names none, none holds the key.
+    read_whole: set[str] = field(default_factory=set)
 
 
 def scan_for_key(
@@ -237,6 +239,9 @@ class _Scan:
                         self.add(into, kind, path, r.offset, f"{what}, {value}")
         except _DECODE_ERRORS as e:
             self.undecodable(path, into, what, e)
+            return
+        if kind == "upstream":
+            self.result.read_whole.add(path)
 
     def parquet(self, path: str) -> None:
         parts = path.split("/")

@@ -7,7 +7,8 @@ scan found (:mod:`segcompact.erasure.scan`), and gives one verdict:
 - ``pending``: deleted (or with no current value), but a value is still held somewhere;
 - ``live``: its current value is held by design, and the scan says whether older ones are too;
 - ``never seen``: nothing of the key in the tables, the ledger or the output;
-- ``unknown``: a location could not be read, and the answer would rest on it being empty.
+- ``unknown``: a location could not be read, or source data of the partition is not merged
+  yet (:mod:`segcompact.erasure.unread`), and the answer would rest on it holding nothing.
 
 A verdict is *proven* (``verify-erasure`` exits 0) only for ``erased`` and for ``live`` with
 no older value: what someone asking about one person's data needs to hear. ``never seen`` is
@@ -34,6 +35,8 @@ UNKNOWN = "unknown"
 VERDICTS = (ERASED, PENDING, LIVE, NEVER_SEEN, UNKNOWN)
 
 UNREADABLE = "unreadable"  # a scan finding's kind: a file that could not be read or decoded
+UNMERGED = "unmerged"  # a finding's kind: source data of the partition the merge has not read
+_NOT_READ = (UNREADABLE, UNMERGED)
 _WIDTH = 100
 
 Row = Mapping[str, Any]
@@ -59,7 +62,7 @@ def decide(current: Held | None, ledger: Sequence[Row], found: Sequence[Row], no
     the ledger (times as ISO strings like ``now``; a missing time is not done yet) and the
     scan's findings: every copy but the current row's (dicts with a ``kind``), older rows the
     tables still hold (a state row behind young ones) among them."""
-    held = [f for f in found if f["kind"] != UNREADABLE]
+    held = [f for f in found if f["kind"] not in _NOT_READ]
     unread = len(found) - len(held)
     deletions = sorted(ledger, key=lambda r: int(r["offset"]))
     newest = deletions[-1] if deletions else None
@@ -92,8 +95,8 @@ def _unknown(known: str, unread: int) -> Verdict:
     what = "it holds" if unread == 1 else "they hold"
     return Verdict(
         UNKNOWN,
-        f"{known}; but {where} could not be read (listed below), and nothing can be proved "
-        f"about what {what}",
+        f"{known}; but {where} could not be read or {'is' if unread == 1 else 'are'} not "
+        f"merged yet (listed below), and nothing can be proved about what {what}",
         False,
     )
 
@@ -196,7 +199,7 @@ def text(proof: Mapping[str, Any]) -> str:
     for row in proof["ledger"]:
         lines.append(f"  ledger: {_row(row)}")
     for f in proof["found"]:
-        where = "not read" if f["kind"] == UNREADABLE else f"still held ({f['kind']})"
+        where = _NOT_READ_AS.get(f["kind"], f"still held ({f['kind']})")
         lines.append(f"  {where}: {f['location']}: {f['detail']}")
     # Upstream copies by file: a segment may hold the key many times.
     upstream = collections.Counter((f["location"], f["detail"]) for f in proof["upstream"])
@@ -206,6 +209,9 @@ def text(proof: Mapping[str, Any]) -> str:
     lines += [f"  note: {note}" for note in proof["notes"]]
     lines.append(f"  checked at {proof['checked_at']}")
     return "\n".join(lines)
+
+
+_NOT_READ_AS = {UNREADABLE: "not read", UNMERGED: "not merged"}
 
 
 def _row(row: Row) -> str:

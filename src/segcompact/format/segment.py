@@ -8,14 +8,17 @@ comes as an :class:`~segcompact.format.io.InputFile`: opening it is the caller's
 from __future__ import annotations
 
 import posixpath
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from segcompact.errors import CorruptBatchError
+from segcompact.format.attributes import BatchAttr
 from segcompact.format.batch import (
     DEFAULT_MAX_UNCOMPRESSED,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
+    V2_HEADER,
     V2_HEADER_SIZE,
     RecordBatch,
     parse_v2,
@@ -45,6 +48,31 @@ def base_offset_of(location: str) -> int:
     if not stem.isdigit():
         raise ValueError(f"{location}: not a segment file name (<20-digit base offset>.log)")
     return int(stem)
+
+
+# A v1 message's first fields after the log overhead: crc, magic, attributes, timestamp.
+_V1_HEAD = struct.Struct(">IbBq")
+_LOG_APPEND_TIME = int(BatchAttr.LOG_APPEND_TIME)  # bit 3, in v2 batches and v1 messages alike
+FIRST_BATCH_HEAD = V2_HEADER_SIZE  # bytes :func:`first_append_ms` wants: any magic's header
+
+
+def first_append_ms(head: bytes) -> int | None:
+    """The append time of a segment's first batch from its first bytes (:data:`FIRST_BATCH_HEAD`
+    of them), its checksum unchecked: the base timestamp, or the max timestamp where the broker
+    set the time (LogAppendTime). None when the bytes hold none: too few, magic 0, a timestamp
+    below 0 (Kafka's "no timestamp"), an unknown magic."""
+    if len(head) <= MAGIC_OFFSET:
+        return None
+    magic = head[MAGIC_OFFSET]
+    if magic == 2 and len(head) >= V2_HEADER_SIZE:
+        fields = V2_HEADER.unpack_from(head)
+        attributes, base_ts, max_ts = fields[5], fields[7], fields[8]
+        ts = max_ts if attributes & _LOG_APPEND_TIME else base_ts
+    elif magic == 1 and len(head) >= LOG_OVERHEAD.size + _V1_HEAD.size:
+        _, _, attributes, ts = _V1_HEAD.unpack_from(head, LOG_OVERHEAD.size)
+    else:
+        return None
+    return ts if ts >= 0 else None
 
 
 class SegmentReader:

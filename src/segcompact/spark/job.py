@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import posixpath
 import signal
 import threading
 import time
@@ -20,7 +19,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from segcompact.backlog import Backlog, QueryLog
+from segcompact.backlog import Backlog, QueryLog, manifest_dir, query_dir
 from segcompact.clock import Clock, job_clock
 from segcompact.compaction.reduce import Rankings
 from segcompact.config import CompactorConfig
@@ -41,16 +40,6 @@ from segcompact.spark.source import NAME, SourceOptions, register
 from segcompact.spark.tables import Tables
 from segcompact.table_sql import DeltaSql, NoTable
 from segcompact.timing import timed
-
-
-def manifest_dir(config: CompactorConfig) -> str:
-    """The source's segment manifest lives beside the query's checkpoint."""
-    return posixpath.join(config.stream.checkpoint, "manifest")
-
-
-def query_dir(config: CompactorConfig) -> str:
-    """The streaming query's own checkpoint (offsets, commits), beside the manifest."""
-    return posixpath.join(config.stream.checkpoint, "query")
 
 
 class Compactor:

@@ -58,6 +58,10 @@ class FileSystem(Protocol):
 
     def read_bytes(self, path: str) -> bytes: ...
 
+    def modified_ms(self, path: str) -> int | None:
+        """When the file was last written (epoch ms); None when the store does not say."""
+        ...
+
     def makedirs(self, path: str) -> None: ...
 
     def create_exclusive(self, path: str, data: bytes) -> bool:

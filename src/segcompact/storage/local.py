@@ -120,6 +120,9 @@ class LocalFileSystem:
                 out.append(FileInfo(entry.name, entry.path, is_dir, size))
         return out
 
+    def modified_ms(self, path: str) -> int | None:
+        return os.stat(path).st_mtime_ns // 1_000_000
+
     def read_bytes(self, path: str) -> bytes:
         with open(path, "rb") as f:
             return f.read()

@@ -10,6 +10,7 @@ objects uploaded whole when closed, and an exclusive create is a conditional wri
 from __future__ import annotations
 
 import contextlib
+import datetime
 import posixpath
 from collections.abc import Callable
 from typing import Any, BinaryIO
@@ -70,6 +71,21 @@ class ObjectStore:
             on_error(e)
             return []
         return sorted(self._uri(str(key)) for key in found)
+
+    def modified_ms(self, path: str) -> int | None:
+        info = self.fs.info(path)
+        # Each fsspec store names it its own way: s3fs LastModified, adlfs last_modified, gcsfs
+        # updated (text), the local one mtime (seconds).
+        for name in ("LastModified", "last_modified", "mtime", "updated"):
+            value = info.get(name)
+            if isinstance(value, datetime.datetime):
+                return round(value.timestamp() * 1000)
+            if isinstance(value, int | float):
+                return round(value * 1000)
+            if isinstance(value, str):
+                with contextlib.suppress(ValueError):
+                    return round(datetime.datetime.fromisoformat(value).timestamp() * 1000)
+        return None
 
     def read_bytes(self, path: str) -> bytes:
         data: bytes = self.fs.cat_file(path)
