@@ -16,6 +16,7 @@ from typing import Any
 
 from segcompact.erasure import charts
 from segcompact.erasure.glossary import GLOSSARY, STAGE_WORDS, STATUS_WORDS
+from segcompact.erasure.report import unread_clause
 from segcompact.erasure.schedule import STAGES
 
 # Belt and braces: should a report string ever slip past escaping, the page still loads nothing
@@ -90,14 +91,14 @@ def _count(tally: Mapping[str, Any], status: str) -> str:
     return f"{tally.get(status, 0)} ({tally.get('percent', {}).get(status, 0.0):.1f} %)"
 
 
-def _summary(summary: Mapping[str, Any]) -> str:
+def _summary(summary: Mapping[str, Any], unread: str) -> str:
     overall = summary.get("overall") or {}
     headline = (
         f'<p id="headline"><strong>{overall.get("met", 0)} of {overall.get("total", 0)}</strong>'
         f" erasures met their deadline ({overall.get('percent', {}).get('met', 0.0):.1f} %); "
         f"{overall.get('pending', 0)} pending, "
         f'<span class="{"breached" if overall.get("breached") else ""}">'
-        f"{overall.get('breached', 0)} missed</span>.</p>"
+        f"{overall.get('breached', 0)} missed</span>{_e(unread)}.</p>"
     )
     kinds = summary.get("by_kind") or {}
     rows = [
@@ -283,7 +284,7 @@ def render_html(report: Mapping[str, Any]) -> str:
             "recorded for a topic with a deadline.</p>"
         )
     else:
-        body += ["<h2>Summary</h2>", _summary(report.get("summary") or {})]
+        body += ["<h2>Summary</h2>", _summary(report.get("summary") or {}, unread_clause(report))]
     body += ["<h2>Reporting period and scope</h2>", _period_and_scope(report)]
     if _rows(report):
         body += [

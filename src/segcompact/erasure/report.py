@@ -186,12 +186,12 @@ def text(report: Mapping[str, Any]) -> str:
     parts = report["partitions"]
     if not parts:
         none = "no deletions recorded (no topic with gdpr.deletion.sla.ms has deleted anything)"
-        return "\n".join([none, *_unread_lines(report)])
+        return "\n".join([none + unread_clause(report), *_unread_lines(report)])
     overall, covered = report["summary"]["overall"], report["period"]
     lines = [
         f"{overall['met']} of {overall['total']} met ({overall['percent']['met']:.1f} %), "
         f"{overall['pending']} pending, {overall['breached']} breached; deletions and "
-        f"overwrites from {covered['first']} to {covered['last']}",
+        f"overwrites from {covered['first']} to {covered['last']}{unread_clause(report)}",
         "",
         f"{'partition':<24} {'sla':>10} {'pending':>7} {'met':>5} {'breached':>8} "
         f"{'p50':>10} {'p99':>10} {'max':>10}  oldest pending (deadline)",
@@ -219,6 +219,19 @@ def text(report: Mapping[str, Any]) -> str:
     for u in report["upstream"]:
         lines.append(f"upstream, not owned: {u['location']}: {u['note']}")
     return "\n".join(lines)
+
+
+def unread_clause(report: Mapping[str, Any]) -> str:
+    """What the summary line adds for source data not merged: its deletions are not counted
+    above, so the line must not read as all clear ("" when there is none)."""
+    unread = report.get("unread", ())
+    if not unread:
+        return ""
+    late = sum(1 for p in unread if p["status"] == BREACHED)
+    return (
+        f"; not counted above: {len(unread)} partition(s) with source data not merged "
+        f"({late} past the deadline, {len(unread) - late} unverified)"
+    )
 
 
 def _unread_lines(report: Mapping[str, Any]) -> list[str]:
