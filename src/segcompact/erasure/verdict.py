@@ -86,7 +86,15 @@ def decide(current: Held | None, ledger: Sequence[Row], found: Sequence[Row], no
         )
     if unread:
         return _unknown(deleted, unread)
-    done = f"{deleted}; no value of it in anything segcompact owns; {_completed(newest)}"
+    nothing = f"{deleted}; no value of it in anything segcompact owns"
+    if newest is not None and newest.get("completed_at") is None:
+        # As `sla` says: erased once the ledger has seen every step of its erasure through.
+        return Verdict(
+            PENDING,
+            f"{nothing}, but the ledger's erasure has not completed yet ({_due(deletions, now)})",
+            False,
+        )
+    done = f"{nothing}; {_completed(newest)}"
     return Verdict(ERASED, done + _key_kept(current, deletions), True)
 
 
@@ -123,8 +131,11 @@ def _deleted(current: Held | None, newest: Row | None) -> str:
 def _due(deletions: Sequence[Row], now: str) -> str:
     """When the copies must be gone, by the ledger."""
     open_ = [r for r in deletions if r.get("completed_at") is None]
+    deadlines = [str(r["deadline"]) for r in open_ if r.get("deadline") is not None]
+    if open_ and not deadlines:
+        return "its erasure is not completed, and the ledger has no deadline for it"
     if open_:
-        deadline = min(_at(r, "deadline") for r in open_)
+        deadline = min(deadlines)
         if deadline < now:  # ISO-8601 times of one format order as text
             return f"its erasure was due by {deadline}: overdue"
         return f"its erasure is due by {deadline}"
@@ -137,10 +148,7 @@ def _due(deletions: Sequence[Row], now: str) -> str:
 def _completed(newest: Row | None) -> str:
     if newest is None:
         return "no erasure times on record"
-    deadline = _at(newest, "deadline")
-    if newest.get("completed_at") is None:
-        return f"the ledger's erasure round has not completed yet (deadline {deadline})"
-    return f"erasure completed at {newest['completed_at']} (deadline {deadline})"
+    return f"erasure completed at {newest['completed_at']} (deadline {_at(newest, 'deadline')})"
 
 
 def _key_kept(current: Held | None, deletions: Sequence[Row]) -> str:
