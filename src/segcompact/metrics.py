@@ -10,7 +10,7 @@ partition, or the kind of an erasure, at most: no key, hashed or not, is ever a 
 A gauge is absent until what it reports has been seen (the tables read, a batch run, a
 materialisation done, a trigger reported), never 0 for "not yet": an alert on a deletion SLA is
 not silenced by a restart. ``segcompact_metrics_ready`` is always there: 0 until the tables were
-read, 1 after.
+read and after a read of them failed (their gauges absent again), 1 while the last read worked.
 """
 
 from __future__ import annotations
@@ -206,7 +206,8 @@ class JobMetrics:
         )
         self.ready = Gauge(
             "segcompact_metrics_ready",
-            "1 once the job has read its tables; until then the gauges read from them are absent",
+            "1 while the job's last read of its tables worked; 0 before the first and after a "
+            "failed one, when the gauges read from them are absent",
             registry=reg,
         )
         self._tables = Known(
@@ -285,7 +286,13 @@ class JobMetrics:
                 return
             self._refreshed = time.monotonic()
             self.stale = False
-            self._read(config, now_ms, spark)
+            try:
+                self._read(config, now_ms, spark)
+            except BaseException:
+                # Figures of an earlier read are not current: absent, as before the first.
+                self._tables.known = False
+                self.ready.set(0)
+                raise
 
     def _read(
         self, config: CompactorConfig, now_ms: int, spark: Callable[[], SparkSession]

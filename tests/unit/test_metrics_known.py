@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,9 +14,11 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from segcompact import metrics as metrics_module
+from segcompact.config import load_config
 from segcompact.erasure.report import build
 from segcompact.erasure.schedule import ROUND_STAGES, STAGES
 from segcompact.metrics import JobMetrics
+from tests.support.config import write_config
 
 NOW_MS = 1_700_000_000_000
 SLA_MS = 86_400_000
@@ -113,6 +116,27 @@ def test_once_the_tables_are_read_ready_is_1_and_every_kind_is_counted() -> None
     assert after[("segcompact_deletions_breached", (("kind", "delete"),))] == 0
     assert after[("segcompact_dirty_ratio", (("partition", "0"), ("topic", "users")))] == 0
     assert "segcompact_max_clean_time_secs" not in names(after)  # no batch yet
+
+
+def test_a_failed_read_of_the_tables_makes_their_gauges_absent_again(tmp_path: Path) -> None:
+    metrics = JobMetrics()
+    report = build([delete_row(NOW_MS - 5000)], [], lambda topic: SLA_MS, NOW_MS)
+    metrics.tables([status_row("users", 0)], report, NOW_MS)
+    assert scrape(metrics)[("segcompact_metrics_ready", ())] == 1
+    # A partitions table whose log delta-rs cannot read, and no Spark to ask: the read fails.
+    config = load_config(write_config(tmp_path, [tmp_path / "in"]))
+    log = Path(config.state.partitions_table, "_delta_log")
+    log.mkdir(parents=True)
+    (log / "00000000000000000000.json").write_text("not a Delta log\n")
+
+    def no_spark() -> Any:
+        raise RuntimeError("no Spark in this test")
+
+    with pytest.raises(RuntimeError, match="no Spark"):
+        metrics.refresh(config, NOW_MS, no_spark, force=True)
+    after = scrape(metrics)
+    assert after[("segcompact_metrics_ready", ())] == 0
+    assert "segcompact_deletions_pending" not in names(after)  # not the last read's 1
 
 
 def test_the_gauges_of_a_batch_a_materialisation_and_a_trigger_wait_for_one() -> None:
