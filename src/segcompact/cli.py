@@ -401,7 +401,7 @@ def _purge(args: argparse.Namespace) -> int:
         print(f"erasure round {done} completed")
     for why in report.waiting:
         print(f"waiting: {why}")
-    if report.opened is None and not report.partitions:
+    if report.opened is None and not (report.partitions or report.completed or report.waiting):
         print("nothing due")
     return 0
 

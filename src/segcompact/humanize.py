@@ -59,7 +59,8 @@ def size(n: int) -> str:
     value = float(n)
     for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
         value /= 1024
-        if value < 1024 or unit == "EiB":
+        # Below what rounds to 1024 (1048575 B is 1.00 MiB, not 1024 KiB).
+        if value < 1023.5 or unit == "EiB":
             break
     digits = 0 if value >= 99.95 else 1 if value >= 9.995 else 2
     return f"{value:.{digits}f} {unit}"

@@ -113,6 +113,8 @@ def test_iso_time_vector() -> None:
         (1024, "1.00 KiB"),
         (1_269_000, "1.21 MiB"),
         (99_990, "97.6 KiB"),
+        (1_048_575, "1.00 MiB"),  # not "1024 KiB"
+        (1_047_552, "1023 KiB"),
     ],
 )
 def test_size_vectors(n: int, text: str) -> None:
@@ -128,4 +130,5 @@ def test_size_has_three_significant_figures_and_reads_back(n: int) -> None:
         assert int(value) == n
         return
     assert len(value.replace(".", "")) == 3 or float(value) >= 1000 or unit == "EiB"
+    assert float(value) < 1024 or unit == "EiB"  # else the next unit
     assert abs(float(value) * scale - n) <= 0.005 * n + scale / 100
