@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from segcompact.backlog import QueryLog, manifest_dir, query_dir
+from segcompact.compaction.output import OUTPUT_NOT_WRITTEN
 from segcompact.config import CompactorConfig
 from segcompact.discovery import SegmentFile, discover
 from segcompact.erasure.schedule import smallest_sla_ms
@@ -115,7 +116,8 @@ def _read_segments(config: CompactorConfig) -> tuple[set[str], str]:
 
 
 def _damaged(sql: TableSql) -> dict[tuple[str, int], str]:
-    """The uncleanable partitions' reasons (which start with the damaged file's path)."""
+    """The uncleanable partitions' reasons (which start with the damaged file's path), less
+    those whose records were merged and only their output failed."""
     p = sql.quote("partition")
     try:
         rows = sql.query(
@@ -124,7 +126,11 @@ def _damaged(sql: TableSql) -> dict[tuple[str, int], str]:
         ).to_pylist()
     except NoTable:
         return {}
-    return {(r["topic"], r["partition"]): str(r["uncleanable_reason"]) for r in rows}
+    return {
+        (r["topic"], r["partition"]): str(r["uncleanable_reason"])
+        for r in rows
+        if not str(r["uncleanable_reason"]).startswith(OUTPUT_NOT_WRITTEN)  # merged, not unread
+    }
 
 
 def _unread(storage: Storage, s: SegmentFile, why: str, *, partial: bool = False) -> Unread:

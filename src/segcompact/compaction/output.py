@@ -49,6 +49,9 @@ _HEADER_OVERHEAD = 4
 SLICE_BYTES = 16 << 20
 
 # What write_partition reads: a partition's retained records, in offset order.
+# An uncleanable reason of a partition whose rows were merged but whose output could not be
+# written: not unread source data (its erasure waits in the ledger's rounds instead).
+OUTPUT_NOT_WRITTEN = "output not written"
 ROWS = pa.schema(
     [
         pa.field("offset", pa.int64(), nullable=False),

@@ -29,7 +29,7 @@ from pyspark.sql import types as T
 
 from segcompact import delta_native
 from segcompact.clock import Clock
-from segcompact.compaction.output import ROWS, PartitionWriter, record_sizes
+from segcompact.compaction.output import OUTPUT_NOT_WRITTEN, ROWS, PartitionWriter, record_sizes
 from segcompact.compaction.rules import is_young
 from segcompact.compaction.triggers import Reason, decision
 from segcompact.config import CompactorConfig, TombstoneMode
@@ -194,7 +194,7 @@ class PlanWriter:
 
 def _failure(what: str, e: Exception) -> str:
     reason = " ".join(f"{type(e).__name__}: {e}".split())
-    return f"output not written ({what}): {reason}"
+    return f"{OUTPUT_NOT_WRITTEN} ({what}): {reason}"
 
 
 def write_partitions(
