@@ -382,12 +382,21 @@ def read_segments(
         except (OSError, MemoryError):
             raise  # maybe transient: Spark retries the task
         except Exception as e:  # one partition's data fails that partition only
-            # What left the task stands (the reduction of a prefix of the log, as after a
-            # corrupt batch); nothing more of the partition is read in this task.
+            # Nothing more of the partition is read in this task.
             failure = _unforeseen(e, part, reader, reducing)
-            last = (-1, 0) if reader is None else (reader.last_offset, reader.valid_bytes)
-            ends += [(*last, failure)] + [(-1, 0, failure)] * (len(parts) - i - 1)
-            first = i if reducer is None else 0  # the plain stream's earlier summaries are out
+            if reducer is None:  # the records before it left the task: they stand
+                last = (-1, 0) if reader is None else (reader.last_offset, reader.valid_bytes)
+                ends += [(*last, failure)] + [(-1, 0, failure)] * (len(parts) - i - 1)
+                first = i  # the earlier segments' summaries are out (or, without, not kept)
+            else:
+                # The reduction held the task's earlier records too, lost with it: none of the
+                # task's segments counts as read, from the first on (the partition's offsets
+                # and its unread data start there).
+                if i:
+                    failure = f"{parts[0].file.path}: reduced with a later segment that failed: "
+                    failure += _unforeseen(e, part, reader, reducing)
+                unread: tuple[int, int, str | None] = (-1, 0, failure)
+                ends, first = [unread] * len(parts), 0
             for rest, end in zip(parts[first:], ends, strict=True) if summaries else ():
                 yield _summary(rest, *end)
             return
