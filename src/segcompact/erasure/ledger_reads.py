@@ -8,6 +8,7 @@ delta-rs runs the query in this process and logs nothing of it.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,19 +104,24 @@ def key_rows(sql: TableSql, topic: str, partition: int, key: bytes, hashed: str)
     where = f"topic = {sql_text(topic)} AND {q('partition')} = {int(partition)}"
     has_key = f"{where} AND {q('key')} = X'{key.hex()}'"
     held = f"SELECT {q('offset')}, tombstone FROM"
+    rows: list[dict[str, Any]] = []
+    # Each table on its own: one not created yet (the ledger of a job without an SLA) hides
+    # nothing the others hold.
+    for query in (
+        f"{held} state WHERE {has_key}",
+        f"{held} young WHERE {has_key} ORDER BY {q('offset')} DESC LIMIT 1",
+    ):
+        with contextlib.suppress(NoTable):
+            rows += sql.query(query).to_pylist()
+    newest = max(rows, key=lambda r: int(r["offset"]), default=None)
+    current = None if newest is None else Held(int(newest["offset"]), bool(newest["tombstone"]))
     try:
-        rows = sql.query(f"{held} state WHERE {has_key}").to_pylist()
-        rows += sql.query(
-            f"{held} young WHERE {has_key} ORDER BY {q('offset')} DESC LIMIT 1"
-        ).to_pylist()
         ledger = sql.query(
             f"SELECT * FROM ledger WHERE {where} AND key_hash = {sql_text(hashed)} "
             f"ORDER BY {q('offset')}"
         )
     except NoTable:
-        return KeyRows(None, [])
-    newest = max(rows, key=lambda r: int(r["offset"]), default=None)
-    current = None if newest is None else Held(int(newest["offset"]), bool(newest["tombstone"]))
+        return KeyRows(current, [])
     times = {f.name for f in ledger.schema if pa.types.is_timestamp(f.type)}
     shown = [
         {k: iso(v) if k in times else v for k, v in r.items() if v is not None}
