@@ -31,7 +31,7 @@ from segcompact.config import CompactorConfig
 from segcompact.erasure.ledger_reads import ledger_rows, ledger_views
 from segcompact.erasure.report import KINDS, build, by_kind
 from segcompact.erasure.schedule import Status
-from segcompact.erasure.unread import BACKLOG, UnreadPartition
+from segcompact.erasure.unread import BACKLOG, BREACHED, UnreadPartition
 from segcompact.status import partition_status, status_views
 from segcompact.table_sql import open_sql
 from segcompact.unmerged import judged
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 PARTITION = ("topic", "partition")
 TOPIC = ("topic",)
 KIND = ("kind",)  # an erasure's: erasure.report.KINDS
+UNREAD_KIND = "unread"  # deletions_breached's kind for unread source data past its deadline
 RECENT_BATCHES = 10  # max-clean-time-secs: the longest of the last ones, as Kafka's cleaner
 REFRESH_S = 10.0  # the tables are read again after a batch or upkeep at most this often
 
@@ -179,7 +180,8 @@ class JobMetrics:
         )
         self.deletions_breached = Gauge(
             "segcompact_deletions_breached",
-            "erasures that missed gdpr.deletion.sla.ms, as sla counts them, by kind",
+            "erasures that missed gdpr.deletion.sla.ms, as sla counts them, by kind; "
+            f"kind={UNREAD_KIND}: partitions whose source data not merged is past it",
             KIND,
             registry=None,
         )
@@ -349,6 +351,9 @@ class JobMetrics:
             self.deletions_breached.labels(kind).set(len(missed[kind]))
             appended = [_epoch_ms(_appended(r)) for r in pending[kind]]
             self.oldest_pending.labels(kind).set((now_ms - min(appended)) / 1000 if appended else 0)
+        # As health counts breaches: partitions whose unread source data is past its deadline.
+        late = sum(1 for u in unread if u.status == BREACHED)
+        self.deletions_breached.labels(UNREAD_KIND).set(late)
         self.unverified.clear()
         self.oldest_unread.clear()
         for topic in sorted({*sla_topics, *(u.topic for u in unread)}):

@@ -7,6 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 from segcompact.erasure.html import render_html
 from segcompact.erasure.report import build, iso, text, unread_breaches
@@ -25,6 +27,7 @@ from segcompact.format.attributes import TimestampType
 from segcompact.format.batch import build_batch
 from segcompact.format.record import Record
 from segcompact.format.segment import FIRST_BATCH_HEAD, first_append_ms
+from segcompact.metrics import JobMetrics
 
 SLA = 4_000
 NOW = 1_800_000_000_000
@@ -118,6 +121,16 @@ def test_the_report_names_unverified_and_breached_partitions() -> None:
     page = render_html(report)
     assert 'id="unread"' in page and "past its deadline" in page and "past the damage" in page
     assert 'id="unread"' not in render_html(build([], [], lambda t: SLA, NOW))
+    # /metrics counts the breach where an alert on breaches looks, as health does.
+    metrics = JobMetrics()
+    metrics.tables([], report, NOW, judge(unread, lambda t: SLA, NOW), ["gdpr"])
+    scraped = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(generate_latest(metrics.registry).decode())
+        for s in family.samples
+    }
+    assert scraped[("segcompact_deletions_breached", (("kind", "unread"),))] == 1
+    assert scraped[("segcompact_unverified_partitions", (("topic", "gdpr"),))] == 2
 
 
 @pytest.mark.parametrize(
