@@ -200,3 +200,11 @@ def test_nested_in_any_spelling_is_refused_beside_is_not(
     assert f"[{section}] {name}" in message and "[source] paths" in message
     # Where it leads is shown: as the file spells it, or after it as (at "...").
     assert f'"{os.path.realpath(work / "real" / other)}"' in message
+
+
+@pytest.mark.parametrize("inside", ["elsewhere/state", "elsewhere/out", "elsewhere/in"])
+def test_the_ledger_secret_file_lies_inside_no_location(work: Path, inside: str) -> None:
+    """A table's VACUUM (or a run's output, a source's reader) would own the ledger's key."""
+    message = _refused(state={"table": "elsewhere/state", "ledger_secret_file": f"{inside}/k"})
+    assert "[state] ledger_secret_file" in message and "neither is, contains nor lies" in message
+    _config(state={"table": "elsewhere/state", "ledger_secret_file": "elsewhere/ledger.secret"})

@@ -276,6 +276,9 @@ class _Parser:
         for section, key, table in LOCATION_KEYS:
             location = getattr(getattr(config, section), key)
             places.append(Place(f"[{section}]", key, location, key in found[section], table))
+        secret = config.state.ledger_secret_file
+        if secret is not None:  # a VACUUM of a table around it would destroy the ledger's key
+            places.append(Place("[state]", "ledger_secret_file", secret, True))
         for i, later in enumerate(places):
             for earlier in places[:i]:
                 if earlier.where == later.where == "[source]":
