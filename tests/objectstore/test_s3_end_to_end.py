@@ -199,7 +199,14 @@ def test_every_location_on_s3(minio: MinioServer, tmp_path: Path, spark_conf_dir
     #    is compacted, and no other partition changes.
     state = _compared(_state(config))
     reasons = _upload_damaged(minio, bucket)
-    cli("run", "--config", config_path, "--once")
+    damaged_run = run_cli(
+        "run", "--config", config_path, "--once", cwd=tmp_path, spark_conf_dir=spark_conf_dir,
+        env=env,
+    )  # fmt: skip
+    # Exit 1, naming each partition this run found uncleanable (--uncleanable-ok: 0).
+    assert damaged_run.returncode == 1 and "Traceback" not in damaged_run.stderr
+    assert damaged_run.stderr.startswith("segcompact: error: uncleanable since this run: ")
+    assert all(f"{topic}-0: s3a://" in damaged_run.stderr for topic in reasons)
     rows = {
         r["topic"]: r
         for r in json.loads(cli("status", "--config", config_path, "--format", "json"))[
