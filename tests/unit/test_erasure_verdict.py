@@ -224,6 +224,7 @@ _ROWS = st.lists(
         },
     ),
     max_size=3,
+    unique_by=lambda r: r["offset"],  # the ledger holds one delete row per tombstone offset
 )
 _CURRENT = st.none() | st.builds(Held, st.integers(0, 20), st.booleans())
 _FOUND = st.lists(
