@@ -132,38 +132,46 @@ class SortError(RuntimeError):
     """DataFusion could not read or sort a partition's rows (its memory, a feature it lacks)."""
 
 
-def partition_log(
+def partitions_log(
     state: DeltaTable,
     young: DeltaTable,
-    topic: str,
-    partition: int,
+    partitions: Sequence[tuple[str, int]],
     columns: Sequence[str],
     *,
     memory: str = SORT_MEMORY,
     spill: str | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """One partition's rows of ``state`` and of ``young`` (``raw`` true), ``columns`` of them,
-    in offset order, as DataFusion streams them in one thread: the files of other partitions
-    are skipped (by partition values, else by statistics), deletion vectors applied, and the
-    sort spills beyond ``memory`` into ``spill`` (the temporary directory when None). What goes
-    wrong in DataFusion raises :class:`SortError`, in one line."""
+    """The rows of ``state`` and of ``young`` (``raw`` true) of ``partitions`` (topic,
+    partition), ``columns`` of them, in (topic, partition, offset) order, as DataFusion streams
+    them in one thread: the files of other partitions are skipped (by partition values, else by
+    statistics), deletion vectors applied, and the sort spills beyond ``memory`` into ``spill``
+    (the temporary directory when None). One query for them all: each query lists the tables'
+    files, so one per partition would cost in proportion to the partitions squared. What goes
+    wrong in DataFusion raises :class:`SortError`, in one line (without the partitions)."""
     query = QueryBuilder({"datafusion.execution.target_partitions": "1"})
     query = query.register("state", state).register("young", young)
     settings = [f"SET datafusion.runtime.memory_limit = {sql_text(memory)}"]
     if spill is not None:
         settings.append(f"SET datafusion.runtime.temp_directory = {sql_text(spill)}")
     names = ", ".join(_identifier(c) for c in columns)
-    where = f'"topic" = {sql_text(topic)} AND "partition" = {int(partition)}'
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(int(partition))
+    where = " OR ".join(
+        f'("topic" = {sql_text(topic)} AND "partition" IN ({", ".join(map(str, sorted(ps)))}))'
+        for topic, ps in sorted(by_topic.items())
+    )
     sql = (
         f"SELECT {names}, false AS raw FROM state WHERE {where} UNION ALL "
-        f'SELECT {names}, true AS raw FROM young WHERE {where} ORDER BY "offset"'
+        f'SELECT {names}, true AS raw FROM young WHERE {where} ORDER BY "topic", "partition", '
+        '"offset"'
     )
     try:
         for setting in settings:
             pa.RecordBatchReader.from_stream(query.execute(setting)).read_all()
         yield from pa.RecordBatchReader.from_stream(query.execute(sql))
     except (pa.ArrowException, DeltaError) as e:
-        raise SortError(f"{topic}-{partition}: {' '.join(str(e).split())}") from e
+        raise SortError(" ".join(str(e).split())) from e
 
 
 def _identifier(name: str) -> str:
@@ -184,21 +192,37 @@ def file_count(table: DeltaTable) -> int | None:
         return None
 
 
-def small_files(table: DeltaTable, below: int) -> dict[tuple[str, int], int]:
-    """Per (topic, partition) of a table partitioned by them, how many of its data files are
-    smaller than ``below`` bytes, from the log (none for a table partitioned otherwise); raises
+# The table partitions segcompact compacts: a topic (the state's and the young table's layout),
+# or a Kafka partition (their layout in earlier segcompacts, still read and compacted).
+LAYOUT = ("topic", "partition")
+
+
+def layout_width(partition_columns: Sequence[str]) -> int:
+    """How many of :data:`LAYOUT`'s columns a table is partitioned by: 0 when partitioned
+    otherwise (a table made so before segcompact: its layout is its owner's)."""
+    width = len(partition_columns)
+    return width if 0 < width <= len(LAYOUT) and tuple(partition_columns) == LAYOUT[:width] else 0
+
+
+def small_files(table: DeltaTable, below: int) -> tuple[int, dict[tuple[Any, ...], int]]:
+    """The table's :func:`layout_width`, and per table partition (its values of those columns),
+    how many of its data files are smaller than ``below`` bytes, from the log; raises
     ``DeltaError`` when delta-rs cannot read it."""
-    if list(table.metadata().partition_columns) != ["topic", "partition"]:
-        return {}
+    width = layout_width(list(table.metadata().partition_columns))
+    if not width:
+        return 0, {}
+    by = [f"partition.{c}" for c in LAYOUT[:width]]
     files = pa.table(table.get_add_actions(flatten=True))
     small = files.filter(pc.field("size_bytes") < below)
-    counts = small.group_by(["partition.topic", "partition.partition"]).aggregate(
-        [([], "count_all")]
-    )
-    return {
-        (r["partition.topic"], int(r["partition.partition"])): r["count_all"]
+    counts = small.group_by(by).aggregate([([], "count_all")])
+    return width, {
+        tuple(_typed(c, r[f"partition.{c}"]) for c in LAYOUT[:width]): r["count_all"]
         for r in counts.to_pylist()
     }
+
+
+def _typed(column: str, value: Any) -> Any:
+    return value if column == "topic" else int(value)
 
 
 def smallest(table: DeltaTable, column: str) -> Any:
@@ -250,7 +274,7 @@ __all__ = [
     "file_count",
     "local_path",
     "open_table",
-    "partition_log",
+    "partitions_log",
     "read",
     "schema_json",
     "small_files",

@@ -20,6 +20,7 @@ from segcompact.format.attributes import Compression
 from segcompact.format.segment import read_batches
 from segcompact.publication import VERSIONS
 from segcompact.samples import generate_partition
+from segcompact.spark import materialize
 from segcompact.spark.delete_records import delete_records
 from segcompact.spark.tables import Table, session_settings
 from segcompact.status import read_status
@@ -203,6 +204,9 @@ def test_both_reads_of_the_due_partitions_write_the_same_segments(
         return {tp: _files(tmp_path, *tp) for tp in written}
 
     by_delta_rs = materialise()
+    # Small partitions share a write task: all of them in one, read by one query.
+    monkeypatch.setattr(materialize, "groups", lambda plans, tasks: [list(plans)])
+    assert materialise() == by_delta_rs
     # DataFusion's sort out of memory (a partition too large to merge its spills in it): each
     # such partition is written again, read by Spark, in a fresh version directory.
     monkeypatch.setattr(delta_native, "SORT_MEMORY", "1K")

@@ -61,6 +61,9 @@ _RESULT = T.StructType(
 )
 _ROW_COLUMNS = [f.name for f in RECORD_FIELDS]
 _TOMBSTONE_BIT = int(RecordAttr.TOMBSTONE)  # KIP-87's attribute mode
+# What a partition costs a write task besides its bytes (a writer, its files, a publication),
+# in bytes of rows: small partitions share a task.
+_TASK_FIXED_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,38 +220,68 @@ def write_partitions(
 
 def write_pinned(
     ids: Iterator[pa.RecordBatch],
-    plans: Sequence[Plan],
+    groups: Sequence[Sequence[Plan]],
     state: Pinned,
     young: Pinned,
     memory: str,
 ) -> Iterator[pa.RecordBatch]:
-    """The result row of each plan whose index is in ``ids`` (the ``id`` of ``spark.range``),
-    its partition's rows read here, in offset order, by delta-rs from the pinned versions,
-    sorted in ``memory`` (beyond it, spilled under Spark's directory for the task's files).
-    A partition DataFusion cannot read has ``unread`` (why) on its row instead; what it wrote
-    of it is left in the plan's version directory, which is never published."""
+    """The result row of each plan of each group whose index is in ``ids`` (the ``id`` of
+    ``spark.range``), a group's rows read here by delta-rs from the pinned versions in one
+    query, in (topic, partition, offset) order, sorted in ``memory`` (beyond it, spilled under
+    Spark's directory for the task's files). When DataFusion cannot read a group's rows, each of
+    its plans not written yet has ``unread`` (why) on its row instead; what was written of it is
+    left in the plan's version directory, which is never published."""
     schema = _arrow(T.StructType([*RECORD_FIELDS, T.StructField("raw", T.BooleanType())]))
     state_table, young_table = state.open(), young.open()
     spill = SparkFiles.getRootDirectory()
     for batch in ids:
         for i in batch.column("id").to_pylist():
-            plan = plans[i]
-            writer = PlanWriter(plan)
+            group = {(p.topic, p.partition): p for p in groups[i]}
+            log_rows = delta_native.partitions_log(
+                state_table, young_table, list(group), _ROW_COLUMNS, memory=memory, spill=spill
+            )
+            # DataFusion's own types (string views) and column order, as the writer takes them.
+            rows = (
+                cast
+                for b in log_rows
+                for cast in pa.Table.from_batches([b])
+                .select(schema.names)
+                .cast(schema)
+                .to_batches()
+            )
+            written: set[tuple[str, int]] = set()
             try:
-                for rows in delta_native.partition_log(
-                    state_table,
-                    young_table,
-                    plan.topic,
-                    plan.partition,
-                    _ROW_COLUMNS,
-                    memory=memory,
-                    spill=spill,
-                ):
-                    writer.add(pa.Table.from_batches([rows]).select(schema.names).cast(schema))
+                for result in write_partitions(rows, group):
+                    row = result.to_pylist()[0]
+                    written.add((row["topic"], row["partition"]))
+                    yield result
             except delta_native.SortError as e:
-                yield _result({"topic": plan.topic, "partition": plan.partition, "unread": str(e)})
+                for tp in group.keys() - written:
+                    unread = f"{tp[0]}-{tp[1]}: {e}"
+                    yield _result({"topic": tp[0], "partition": tp[1], "unread": unread})
                 continue
-            yield _result(writer.finish())
+            for tp, plan in group.items():
+                if tp not in written:  # no row left: the log end offset alone
+                    yield _result(PlanWriter(plan).finish())
+
+
+def groups(plans: Sequence[Plan], tasks: int) -> list[list[Plan]]:
+    """``plans`` in up to about ``tasks`` groups of consecutive partitions of like bytes, each
+    written by one task (a partition bigger than a group's share alone): a task, two table
+    opens and a query per small partition would cost more than its rows."""
+    weight = [p.read_bytes + _TASK_FIXED_BYTES for p in plans]
+    share = max(1, -(-sum(weight) // max(1, tasks)))
+    out: list[list[Plan]] = []
+    size = 0
+    for plan, w in sorted(
+        zip(plans, weight, strict=True), key=lambda x: (x[0].topic, x[0].partition)
+    ):
+        if not out or size + w > share:
+            out.append([])
+            size = 0
+        out[-1].append(plan)
+        size += w
+    return out
 
 
 def _runs(rows: pa.Table) -> Iterator[pa.Table]:
@@ -415,8 +448,10 @@ class Materializer:
         if state is None or young is None:
             return list(plans), self._write_from_spark(plans)
         memory = delta_native.SORT_MEMORY
-        written = self.spark.range(0, len(plans), 1, len(plans)).mapInArrow(
-            lambda ids: write_pinned(ids, plans, state, young, memory), _RESULT
+        # Two groups a core: a straggler's share stays small.
+        grouped = groups(plans, 2 * self.spark.sparkContext.defaultParallelism)
+        written = self.spark.range(0, len(grouped), 1, len(grouped)).mapInArrow(
+            lambda ids: write_pinned(ids, grouped, state, young, memory), _RESULT
         )
         results = {(r.topic, r.partition): r.asDict() for r in written.collect()}
         done, again = [], []
