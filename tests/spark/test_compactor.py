@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from segcompact.clock import ManualClock
 from segcompact.compaction.model import ReferenceModel, StateRow, read_log_records
@@ -229,7 +230,7 @@ def test_a_steady_batch_makes_two_delta_commits_and_an_idle_run_no_spark_job(
     assert metrics["numTargetFilesRemoved"] == metrics["numTargetRowsCopied"] == 0
     assert metrics["numTargetRowsUpdated"] + metrics["numTargetRowsDeleted"] > 0
     layout = spark.sql(f"DESCRIBE DETAIL delta.`{s.config.state.table}`").first()
-    assert layout is not None and layout.partitionColumns == ["topic", "partition"]
+    assert layout is not None and layout.partitionColumns == ["topic"]
 
     # A restart with no new segment and nothing due: no streaming query, no Spark job, no
     # Delta commit.
@@ -242,7 +243,7 @@ def test_a_steady_batch_makes_two_delta_commits_and_an_idle_run_no_spark_job(
     assert {name: t.version(spark) for name, t in tables.items()} == versions
 
 
-def test_a_partition_is_compacted_once_a_merge_leaves_enough_small_files(
+def test_a_topic_is_compacted_once_merges_leave_enough_small_files(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     s = Scenario(spark, tmp_path)
@@ -250,21 +251,24 @@ def test_a_partition_is_compacted_once_a_merge_leaves_enough_small_files(
     other = generate_partition(random.Random(15), records=24)
     state = s.config.state.table
 
-    def files(partition: int) -> int:
-        rows = spark.read.format("delta").load(state).where(f"partition = {partition}")
+    def files(topic: str) -> int:
+        rows = spark.read.format("delta").load(state).where(F.col("topic") == topic)
         return rows.select("_metadata.file_path").distinct().count()
 
-    with session_settings(spark, {MIN_FILES: "3"}):  # 50 by default
-        s.arrive([("by-offset", 0, segments[0]), ("by-offset", 1, other[0])])
-        s.arrive([("by-offset", 0, segments[1])])  # one MERGE: two files, not yet
-        assert (files(0), files(1)) == (2, 1)
-        s.arrive([("by-offset", 0, segments[2])])  # three: compacted into one
+    s.arrive(
+        [("by-offset", 0, segments[0]), ("by-offset", 1, segments[0]), ("by-flag", 0, other[0])]
+    )
+    first = files("by-offset")  # one file a writer task: one or two
+    with session_settings(spark, {MIN_FILES: str(first + 2)}):  # 50 by default
+        s.arrive([("by-offset", 0, segments[1])])  # one MERGE: one more file, not yet
+        assert (files("by-offset"), files("by-flag")) == (first + 1, 1)
+        s.arrive([("by-offset", 0, segments[2])])  # another: the topic compacted into one
     s.check()
-    assert (files(0), files(1)) == (1, 1)
+    assert (files("by-offset"), files("by-flag")) == (1, 1)
     history = spark.sql(f"DESCRIBE HISTORY delta.`{state}`").orderBy("version").collect()
     assert [r.operation for r in history[1:]] == ["WRITE", "MERGE", "MERGE", "OPTIMIZE"]
     predicate = history[-1].operationParameters["predicate"]
-    assert "partition = 0" in predicate and "partition = 1" not in predicate
+    assert "by-offset" in predicate and "by-flag" not in predicate
     # Not Delta's auto compaction, which compacts a partition at a JVM's first write to it.
     assert "delta.autoOptimize.autoCompact" not in s.compactor.tables.state.properties(spark)
 

@@ -369,7 +369,7 @@ class Table:
 
 # A new state table's properties. Deletion vectors: a MERGE marks the rows it replaces deleted
 # and writes only the new ones, where without them it rewrites the whole file of each partition
-# it touches (1.2 M rows to update 20,000 at 10 M keys). Once a partition has about 50 small
+# it touches (1.2 M rows to update 20,000 at 10 M keys). Once a topic has about 50 small
 # files (one per batch that touched it), segcompact compacts it (``small_files``), purging the
 # deleted rows; an erasure round purges the rest (REORG). Not Delta's auto compaction, which
 # compacted every partition at a JVM's first write to it.
@@ -402,7 +402,7 @@ class Tables:
         storage = storage or Storage()
         # Records by Kafka partition: a batch's MERGE and a partition's re-materialisation
         # read only their partitions' files.
-        by_partition = ("topic", "partition")
+        by_partition = ("topic",)
         return cls(
             Table(state, STATE_SCHEMA, storage, by_partition, STATE_LAYOUT),
             Table(partitions, PARTITIONS_SCHEMA, storage),
