@@ -35,6 +35,8 @@ Nothing here asserts a time: the figures go to stdout (and ``--json``).
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import shutil
 import threading
@@ -135,15 +137,17 @@ def _files(job: Path) -> dict[str, set[str]]:
     return out
 
 
-def measured(argv: Sequence[str | Path], work: Path, job: Path, spark_conf_dir: Path) -> Any:
+def measured(
+    argv: Sequence[str | Path], work: Path, job: Path, spark_conf_dir: Path, timeout_s: float
+) -> Any:
     """``argv`` under :func:`reap`: its figures, its processes' peak RSS and open files, the
-    files it wrote under ``job`` by kind."""
+    files it wrote under ``job`` by kind, the last line it printed."""
     before = _files(job)
     rss, handles = PeakRss(), OpenFiles()
     rss.start()
     handles.start()
     try:
-        figures = reaped(argv, work, spark_conf_dir)
+        figures = reaped(argv, work, spark_conf_dir, timeout_s=timeout_s)
     finally:
         for sampler in (rss, handles):
             sampler.stop.set()
@@ -154,8 +158,15 @@ def measured(argv: Sequence[str | Path], work: Path, job: Path, spark_conf_dir: 
         "peak_rss_mib": {role: r["max_mib"] for role, r in rss.by_role().items()},
         "open_files": {"all": handles.total, "one_process": handles.process},
         "files_written": {kind: len(after[kind] - before[kind]) for kind in after},
-        "stdout": (work / "stdout.txt").read_text(errors="replace"),
+        "said": _last_line(work / "stdout.txt"),
     }
+
+
+def _last_line(path: Path) -> str:
+    with open(path, "rb") as f:
+        f.seek(max(0, path.stat().st_size - 4096))
+        lines = f.read().decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else ""
 
 
 # --- Checking --------------------------------------------------------------------------------
@@ -234,15 +245,16 @@ def describe(log: SmallPartitions) -> dict[str, Any]:
 
 
 def run_size(
+    args: argparse.Namespace,
     log: SmallPartitions,
     work: Path,
     spark_conf_dir: Path,
     *,
     commands: bool,
-    cleaner_timeout_s: float | None,
+    cleaner: bool,
 ) -> dict[str, Any]:
-    """The passes (and with ``commands`` the other commands) on ``log``, written here; Kafka's
-    cleaner beside the first pass unless ``cleaner_timeout_s`` is None."""
+    """The passes (and with ``commands`` the other commands) on ``log``, written here; with
+    ``cleaner``, Kafka's cleaner beside the first pass."""
     log.write(ROLLED)
     job = work / "job"
     config = support_config.write_config(job, [log.root])
@@ -252,24 +264,26 @@ def run_size(
         f"{out['log']['rolled_segments']:,} rolled segments"
     )
 
-    def step(name: str, args: Sequence[str]) -> None:
-        print(f"    {name}: segcompact {' '.join(args)}")
-        argv: list[str | Path] = [*CLI, *args, "--config", config]
-        out["steps"][name] = measured(argv, work / name, job, spark_conf_dir)
+    def step(name: str, command: Sequence[str]) -> None:
+        print(f"    {name}: segcompact {' '.join(command)}")
+        argv: list[str | Path] = [*CLI, *command, "--config", config]
+        out["steps"][name] = measured(argv, work / name, job, spark_conf_dir, args.run_timeout_s)
 
     step("first", ["run", "--once"])
     out["check"]["first"] = check(log, config, ROLLED)
-    if cleaner_timeout_s is not None:
+    if cleaner:
         print("    Kafka's cleaner on the same segments")
-        kafka = kafka_cleaner(log, work / "kafka", cleaner_timeout_s)
+        kafka = kafka_cleaner(log, work / "kafka", args.clean_timeout_s)
         out["kafka"] = {**kafka.out, "check": compare(kafka, job / "out")}
     log.roll(ROLLED)
     print(f"    a new segment in each of {log.partitions:,} partitions")
     step("steady", ["run", "--once"])
     out["check"]["steady"] = check(log, config, ROLLED + 1)
     if commands:
-        for name, args in COMMANDS.items():
-            step(name, args)
+        for name, command in COMMANDS.items():
+            step(name, command)
+        status = json.loads((work / "status" / "stdout.txt").read_text())
+        out["steps"]["status"]["partitions_listed"] = len(status["partitions"])
     return out
 
 
@@ -442,9 +456,10 @@ def report(out: dict[str, Any]) -> None:
                 f"{_f(rss.get('python driver'), ',.0f'):>7} {w['delta_log']:5,} {w['data']:6,} "
                 f"{w['output']:6,} {w['checkpoint']:4,}"
             )
-        for name in ("materialize", "purge"):
-            said = size["steps"][name]["stdout"].strip().splitlines()
-            print(f"  {name} said: {said[-1] if said else '(nothing)'}")
+        steps = size["steps"]
+        for name in ("first", "steady", "materialize", "purge", "idle"):
+            print(f"  {name} said: {steps[name]['said'] or '(nothing)'}")
+        print(f"  status listed {steps['status']['partitions_listed']:,} partitions")
         for name, c in size["check"].items():
             verdict = "the model's records" if c["ok"] else f"WRONG, differ: {c['differ']}"
             print(
@@ -514,6 +529,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--clean-timeout-s", type=float, default=1800, help="for Kafka's cleaner (1800)"
     )
+    parser.add_argument(
+        "--run-timeout-s",
+        type=float,
+        default=4 * 3600,
+        help="for each segcompact command: a bound on a hang, not a target (14400)",
+    )
     parser.add_argument("--seed", type=int, default=42)
     options.add_workdir(
         parser, "partitions", "logs, tables and the runs' output go to <workdir>/run (emptied)"
@@ -541,40 +562,42 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             warm = shape(args, work / "warm-up", 2, 1)
             warm.write(ROLLED)
             config = support_config.write_config(work / "warm-up" / "job", [warm.root])
+            first: list[str | Path] = [*CLI, "run", "--once", "--config", config]
             out["warm_up"] = reaped(
-                [*CLI, "run", "--once", "--config", config], work / "warm-up", spark_conf_dir
+                first, work / "warm-up", spark_conf_dir, timeout_s=args.run_timeout_s
             )
         for n in sizes:
             folder = work / f"p{n}"
-            timeout = args.clean_timeout_s if n <= args.cleaner_up_to else None
             size = run_size(
+                args,
                 shape(args, folder, n, 1),
                 folder,
                 spark_conf_dir,
                 commands=True,
-                cleaner_timeout_s=timeout,
+                cleaner=n <= args.cleaner_up_to,
             )
             size["partitions"] = n
             m = args.reference_partitions
             if m:
-                ref_folder = work / f"p{n}-same-bytes"
+                folder = work / f"p{n}-same-bytes"
                 size["reference"] = run_size(
-                    shape(args, ref_folder, m, n / m),
-                    ref_folder,
+                    args,
+                    shape(args, folder, m, n / m),
+                    folder,
                     spark_conf_dir,
                     commands=False,
-                    cleaner_timeout_s=None,
+                    cleaner=False,
                 )
             out["sizes"].append(size)
     figures(out["sizes"])
     out["targets"] = targets(out["sizes"])
     out["load_average"] = os.getloadavg()
-    report(out)
     options.write_json(args, out)
+    report(out)
     return out
 
 
-def shape(args: Any, folder: Path, partitions: int, scale: float) -> SmallPartitions:
+def shape(args: argparse.Namespace, folder: Path, partitions: int, scale: float) -> SmallPartitions:
     """``partitions`` partitions under ``folder``, each ``scale`` times the records and keys."""
     return SmallPartitions(
         folder / "log",
