@@ -68,6 +68,7 @@ ROLLED = 2  # rolled segments per partition before the first pass
 # (Kafka's delete.retention.ms: both sides keep every tombstone).
 MODEL_NOW_MS = BASE_TIMESTAMP + 10**10
 PASSES = ("first", "steady")
+DRIVERS = ("jvm", "python driver")  # Spark's driver (local mode) and segcompact's
 COMMANDS = {
     "materialize": ["materialize"],
     "status": ["status", "--format", "json"],
@@ -314,14 +315,11 @@ def figures(sizes: list[dict[str, Any]]) -> None:
                     "cpu_ms_per_extra_partition": 1000
                     * (size["steps"][name]["cpu_s"] - ref["steps"][name]["cpu_s"])
                     / (n - m),
-                    **{
-                        f"{role.replace(' ', '_')}_rss_kib_per_extra_partition": 1024
-                        * (_peak(size, role) - _peak(ref, role))
-                        / (n - m)
-                        for role in ("jvm", "python driver")
-                    },
                 }
                 for name in PASSES
+            }
+            size["rss_kib_per_extra_partition"] = {
+                role: 1024 * (_peak(size, role) - _peak(ref, role)) / (n - m) for role in DRIVERS
             }
         kafka = size.get("kafka")
         if kafka is not None:
@@ -394,18 +392,16 @@ def targets(sizes: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _rss_growth(size: dict[str, Any] | None) -> float | None:
-    """The JVM's peak RSS growth per partition beyond the same bytes in few, kB (the larger of
-    the passes'); None without a reference run."""
-    same = None if size is None else size.get("same_bytes")
-    if same is None:
-        return None
-    return max(float(s["jvm_rss_kib_per_extra_partition"]) for s in same.values())
+    """The drivers' (the JVM's, the Python driver's) larger peak RSS growth per partition
+    beyond the same bytes in few partitions, kB; None without a reference run."""
+    growth = None if size is None else size.get("rss_kib_per_extra_partition")
+    return None if growth is None else max(float(kib) for kib in growth.values())
 
 
 def _at_many(size: dict[str, Any], kib: float | None) -> str:
     steps = size["steps"]
     return (
-        f"output {'right' if _all_ok(size) else 'WRONG'}, JVM "
+        f"output {'right' if _all_ok(size) else 'WRONG'}, the drivers' RSS "
         + ("unknown (no reference run)" if kib is None else f"{kib:+.1f} kB per partition")
         + f", open files peak {max(s['open_files']['all'] for s in steps.values()):,}"
         + ", Delta log files written per pass "
@@ -435,7 +431,7 @@ def report(out: dict[str, Any]) -> None:
         f"cores; CPU of each command's whole process tree"
     )
     head = (
-        f"  {'step':<12} {'CPU s':>7} {'wall s':>7} {'ms/part':>8} {'marg.':>7} {'files':>6} "
+        f"  {'step':<12} {'CPU s':>7} {'wall s':>7} {'ms/part':>8} {'marg.':>7} {'fds':>6} "
         f"{'JVM MiB':>8} {'py MiB':>7} {'dlog':>5} {'data':>6} {'out':>6} {'chk':>4}"
     )
     for size in out["sizes"]:
@@ -474,12 +470,14 @@ def report(out: dict[str, Any]) -> None:
                 + "; ".join(
                     f"{p} {ref['steps'][p]['cpu_s']:.1f} CPU s, {ref['steps'][p]['wall_s']:.1f} s "
                     f"wall: {size['partitions']:,} partitions cost {same[p]['cpu_ratio']:.2f}x "
-                    f"CPU ({same[p]['cpu_ms_per_extra_partition']:.2f} ms per extra partition), "
-                    f"JVM {same[p]['jvm_rss_kib_per_extra_partition']:+.1f} kB, Python driver "
-                    f"{same[p]['python_driver_rss_kib_per_extra_partition']:+.1f} kB per extra "
-                    "partition"
+                    f"CPU ({same[p]['cpu_ms_per_extra_partition']:.2f} ms per extra partition)"
                     for p in PASSES
                 )
+            )
+            growth = size["rss_kib_per_extra_partition"]
+            print(
+                "  peak RSS per extra partition: "
+                + ", ".join(f"{role} {kib:+.1f} kB" for role, kib in growth.items())
             )
         kafka = size.get("kafka")
         if kafka is not None:

@@ -146,10 +146,9 @@ def test_figures_and_targets() -> None:
     same = sizes[0]["same_bytes"]["steady"]
     assert same["cpu_ratio"] == pytest.approx(3.0)
     assert same["cpu_ms_per_extra_partition"] == pytest.approx(1000 * (40.96 - 40.96 / 3) / 4094)
-    assert same["jvm_rss_kib_per_extra_partition"] == pytest.approx(
-        1024 * (100 + 4094 / 1024) / 4094
-    )
-    assert sizes[1]["same_bytes"]["first"]["python_driver_rss_kib_per_extra_partition"] == 0
+    growth = sizes[0]["rss_kib_per_extra_partition"]
+    assert growth["jvm"] == pytest.approx(1024 * (100 + 4094 / 1024) / 4094)
+    assert growth["python driver"] == 0
 
     met = [t["met"] for t in partitions.targets(sizes)]
     # 10 ms a partition; 3x the same bytes; 16,384 work but the JVM grows by 9 kB a partition;
