@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: setup demo test chaos fuzz fuzzers lint bench bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory soak golden clean java chromium minio crds bundle-schema
+.PHONY: setup demo test chaos fuzz fuzzers lint bench bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory bench-partitions soak golden clean java chromium minio crds bundle-schema
 
 setup: java $(BIN)/.installed $(DELTA_JARS) $(S3_JARS)
 
@@ -167,6 +167,13 @@ bench-readonly: setup
 # One 1 GiB segment through run --once: the peak RSS of the driver, the JVM and each Python worker.
 bench-memory: setup
 	$(BIN)/python -m tests.benchmarks.memory
+
+# One topic of 16 to 16,384 small partitions (segcompact's encoder writes them): run --once, a
+# steady pass, materialize, status, purge, an idle run, per partition and beside the same bytes
+# in 2 partitions; Kafka's cleaner (a real broker) beside the sizes up to 1,024. Hours at 16,384.
+bench-partitions: setup $(KAFKA_JARS)
+	$(BIN)/python -m tests.benchmarks.partitions --partitions 16 --partitions 1024 \
+	  --partitions 4096 --partitions 16384 --cleaner-up-to 1024
 
 # No test can wait out a deletion SLA on the real clock: this soaks the continuous job against it.
 soak: setup

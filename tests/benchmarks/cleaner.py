@@ -304,26 +304,42 @@ def run_kafka(args: argparse.Namespace, work: Path, segment_bytes: int) -> Kafka
             raise AssertionError("Kafka's cleaner ran while producing: the copy is not raw")
 
         print(f"  produced {produced['records']:,} records; cleaning")
-        began, cpu0 = time.perf_counter(), process_cpu_seconds(pid)
-        thread0 = thread_cpu_seconds(pid, CLEANER_THREAD)
-        alter_topic_config(
-            broker, TOPIC, {"min.cleanable.dirty.ratio": "0.5", "min.compaction.lag.ms": "0"}
-        )
-        stats = wait_for_cleaning(broker, since, active_base, args.clean_timeout_s)
-        jvm["cleaning_cpu_s"] = process_cpu_seconds(pid) - cpu0
-        jvm["cleaning_wall_s"] = time.perf_counter() - began
-        thread1 = thread_cpu_seconds(pid, CLEANER_THREAD)
-    thread_cpu = None if thread0 is None or thread1 is None else thread1 - thread0
+        cleaner, jvm_cleaning = clean(broker, TOPIC, since, active_base, args.clean_timeout_s)
+    return KafkaRun(
+        raw,
+        broker.log_dir,
+        active_base,
+        {"produced": produced, "cleaner": cleaner, "jvm": {**jvm, **jvm_cleaning}},
+    )
+
+
+def clean(
+    broker: KafkaBroker, topic: str, since: int, active_base: dict[str, int], timeout_s: float
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """``topic`` altered to Kafka's defaults (ratio 0.5, lag 0), then its cleaner's work until
+    every partition is cleaned up to its active segment: the cleaner's figures (its stats blocks
+    logged after byte ``since`` of the broker's log and its thread's CPU seconds from /proc),
+    and the broker JVM's CPU and wall seconds meanwhile."""
+    pid = broker.pid
+    began, cpu0 = time.perf_counter(), process_cpu_seconds(pid)
+    thread0 = thread_cpu_seconds(pid, CLEANER_THREAD)
+    alter_topic_config(
+        broker, topic, {"min.cleanable.dirty.ratio": "0.5", "min.compaction.lag.ms": "0"}
+    )
+    stats = wait_for_cleaning(broker, since, active_base, timeout_s)
+    jvm = {
+        "cleaning_cpu_s": process_cpu_seconds(pid) - cpu0,
+        "cleaning_wall_s": time.perf_counter() - began,
+    }
+    thread1 = thread_cpu_seconds(pid, CLEANER_THREAD)
     cleaner = {
         "stats": [asdict(s) for s in stats],
         "seconds": sum(s.seconds for s in stats),
         "index_seconds": sum(s.index_seconds for s in stats),
         "processed_bytes": round(sum(s.processed_mib for s in stats) * MiB),
-        "thread_cpu_s": thread_cpu,
+        "thread_cpu_s": None if thread0 is None or thread1 is None else thread1 - thread0,
     }
-    return KafkaRun(
-        raw, broker.log_dir, active_base, {"produced": produced, "cleaner": cleaner, "jvm": jvm}
-    )
+    return cleaner, jvm
 
 
 # --- segcompact's command line ---------------------------------------------------------------

@@ -234,9 +234,11 @@ def reaped(
     *,
     cwd: Path | None = None,
     secret: str | None = None,
+    timeout_s: float = RUN_TIMEOUT_S,
 ) -> dict[str, Any]:
     """``argv`` under :func:`reap` (in ``cwd``, else ``work``), its stdout and stderr in
-    ``work``; its figures. It must succeed. ``secret``: the ledger's, in its environment."""
+    ``work``; its figures. It must succeed within ``timeout_s``. ``secret``: the ledger's, in
+    its environment."""
     work.mkdir(parents=True, exist_ok=True)
     figures = work / "figures.json"
     env = cli_env(spark_conf_dir)
@@ -251,7 +253,7 @@ def reaped(
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
-            timeout=RUN_TIMEOUT_S,
+            timeout=timeout_s,
             check=False,
         )
     if not figures.exists() or json.loads(figures.read_text())["exit_code"] != 0:
