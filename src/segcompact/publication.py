@@ -148,6 +148,22 @@ class Output:
         where = self._manifest_path(topic, partition, versions[-1])
         return Publication.from_json(self.fs.read_bytes(where), where)
 
+    def published_versions(self) -> dict[tuple[str, int], int]:
+        """Each partition's published version number, from one listing of the manifests (an
+        object store lists them a thousand a request, where a listing a partition would cost
+        a request each)."""
+        try:
+            paths = self.fs.walk_files(self.join(PUBLISHED))
+        except FileNotFoundError:
+            return {}
+        versions: dict[tuple[str, int], int] = {}
+        for path in paths:
+            parent, name = path.rstrip("/").rsplit("/", 2)[-2:]
+            tp, manifest = parse_partition_dir(parent), _MANIFEST.match(name)
+            if tp is not None and manifest is not None:
+                versions[tp] = max(versions.get(tp, 0), int(manifest["version"]))
+        return versions
+
     def partitions(self) -> list[tuple[str, int]]:
         """Every partition with a published version, sorted."""
         try:

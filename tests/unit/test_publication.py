@@ -50,6 +50,25 @@ def test_publish_follow_and_remove_superseded(tmp_path: Path) -> None:
     assert not (tmp_path / "out" / leftover.directory).exists()
 
 
+def test_published_versions_from_one_listing_agree_with_each_latest(tmp_path: Path) -> None:
+    output = Output(str(tmp_path / "out"), Storage())
+    assert output.published_versions() == {}
+    expected = {("t", 0): 3, ("t", 1): 1, ("u.v-w", 12): 2, ("t-1", 0): 1}
+    for (topic, partition), last in expected.items():
+        for version in range(1, last + 1):
+            output.publish(_version(output, version, b"v", topic, partition))
+    # A manifest a crashed attempt left beside the newest, and files that are not manifests.
+    stale = tmp_path / "out" / PUBLISHED / "t-0" / f"{2:020d}.json"
+    stale.write_bytes((tmp_path / "out" / PUBLISHED / "t-0" / f"{3:020d}.json").read_bytes())
+    (tmp_path / "out" / PUBLISHED / "t-0" / "notes.txt").write_text("x")
+    (tmp_path / "out" / PUBLISHED / "not a partition").mkdir()
+    (tmp_path / "out" / PUBLISHED / "not a partition" / f"{9:020d}.json").write_text("{}")
+    assert output.published_versions() == expected
+    for (topic, partition), version in expected.items():
+        latest = output.latest(topic, partition)
+        assert latest is not None and latest.version == version
+
+
 @pytest.mark.parametrize(
     ("topic", "partition"),
     [("a" * 249, 99_999), ("a.b_c-d" * 34, 2147483647), ("-", 0)],  # 255 bytes, and others

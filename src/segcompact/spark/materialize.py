@@ -15,6 +15,7 @@ import dataclasses
 import json
 import logging
 from collections.abc import Collection, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
@@ -64,6 +65,7 @@ _TOMBSTONE_BIT = int(RecordAttr.TOMBSTONE)  # KIP-87's attribute mode
 # What a partition costs a write task besides its bytes (a writer, its files, a publication),
 # in bytes of rows: small partitions share a task.
 _TASK_FIXED_BYTES = 1 << 20
+_PUBLISHERS = 8  # the driver's threads publishing partitions' versions
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,6 +352,7 @@ class Materializer:
             where = where & (pc.field("partition") == partition)
         plans = []
         self.uncleanable = {}
+        published: dict[tuple[str, int], int] | None = None
         for r in self.tables.partitions.arrow(self.spark, where=where).to_pylist():
             tp = (r["topic"], r["partition"])
             if r["uncleanable_reason"] is not None:
@@ -364,8 +367,9 @@ class Materializer:
             if not reasons:
                 continue
             # A crashed attempt may have published a version the table does not know yet.
-            latest = self.output.latest(*tp)
-            version = max(r["materialized_version"] or 0, latest.version if latest else 0) + 1
+            if published is None:
+                published = self.output.published_versions()
+            version = max(r["materialized_version"] or 0, published.get(tp, 0)) + 1
             plans.append(
                 Plan(
                     *tp,
@@ -414,22 +418,26 @@ class Materializer:
             if key not in results:  # no record left: the log end offset alone
                 results[key] = PlanWriter(plan).finish()
         now = self.clock.now_ms()
-        out = []
-        for key, plan in by_tp.items():
+
+        def publish(plan: Plan) -> dict[str, Any]:
+            result = results[(plan.topic, plan.partition)]
             published = Publication(
-                plan.topic, plan.partition, plan.version, plan.directory, _files(results[key])
+                plan.topic, plan.partition, plan.version, plan.directory, _files(result)
             )
             self.output.publish(published)
             # Versions left behind are retried by the erasure round that needs them gone.
             left = self.output.remove_superseded(plan.topic, plan.partition, published)
-            out.append(
-                {
-                    **results[key],
-                    "version": plan.version,
-                    "reasons": list(plan.reasons),
-                    "left_behind": left,
-                }
-            )
+            return {
+                **result,
+                "version": plan.version,
+                "reasons": list(plan.reasons),
+                "left_behind": left,
+            }
+
+        # Partitions publish apart (each its own manifest and links): an object store's
+        # round trips overlap.
+        with timed(log, "materialise: publish"), ThreadPoolExecutor(_PUBLISHERS) as pool:
+            out = list(pool.map(publish, by_tp.values()))
         with timed(log, "materialise: record"):
             self._record(out, now)
         self.written.update(by_tp)
