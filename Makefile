@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: setup demo test chaos fuzz fuzzers lint bench bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory soak golden clean java chromium minio crds bundle-schema
+.PHONY: setup demo test chaos fuzz fuzzers lint bench bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory bench-scaling soak golden clean java chromium minio crds bundle-schema
 
 setup: java $(BIN)/.installed $(DELTA_JARS) $(S3_JARS)
 
@@ -167,6 +167,10 @@ bench-readonly: setup
 # One 1 GiB segment through run --once: the peak RSS of the driver, the JVM and each Python worker.
 bench-memory: setup
 	$(BIN)/python -m tests.benchmarks.memory
+
+# One log through run --once on a Spark standalone cluster of one, then two, single-core executors.
+bench-scaling: setup
+	$(BIN)/python -m tests.benchmarks.scaling --size-mib 256 --partitions 8
 
 # No test can wait out a deletion SLA on the real clock: this soaks the continuous job against it.
 soak: setup

@@ -207,12 +207,16 @@ def test_an_executor_killed_in_a_batch(
     checkpoint = Checkpoint.of(config_path)
     api = f"http://{HOST}:{ui}/api/v1/applications"
 
+    session: dict[str, str] = {}  # the driver's Spark properties, read once it is up
+
     def busy_executor() -> tuple[str, int] | None:
         """(executor id, pid) of an executor running a task of batch 0, once there is one."""
         if 0 not in checkpoint.offsets():
             return None
         try:
             (app,) = get_json(api)
+            if not session:
+                session.update(get_json(f"{api}/{app['id']}/environment")["sparkProperties"])
             executors = get_json(f"{api}/{app['id']}/executors")
         except OSError:
             return None
@@ -231,6 +235,10 @@ def test_an_executor_killed_in_a_batch(
     assert f"Lost executor {executor} on {HOST}" in job.stderr(), job.stderr()[-4000:]
     assert checkpoint.in_flight() == set()
     _check_model(config, log, log.rolled())
+    # The master came from [spark], and none of a local session's settings with it: open
+    # Parquet writers buffer outside an executor's memory accounting.
+    assert session["spark.master"] == cluster.url
+    assert "spark.sql.maxConcurrentOutputFileWriters" not in session
 
 
 def test_every_location_on_s3(
