@@ -31,6 +31,7 @@ from typing import Any
 import pyspark
 
 import segcompact
+from tests.support.spark import JVM_OPTIONS
 
 HOST = "127.0.0.1"
 # A bound on a cluster that does not come up, not a pass condition.
@@ -78,8 +79,9 @@ class SparkCluster:
             **os.environ,
             "SPARK_HOME": str(spark_class().parents[1]),
             "SPARK_LOCAL_IP": HOST,
-            # The master's and workers' own heaps: they hold a few small apps' bookkeeping.
+            # The master's and workers' own heaps (a few small apps' bookkeeping) and JIT.
             "SPARK_DAEMON_MEMORY": "256m",
+            "SPARK_DAEMON_JAVA_OPTS": JVM_OPTIONS,
             # The executors' Python workers import this checkout's segcompact.
             "PYTHONPATH": os.pathsep.join(dict.fromkeys(os.path.abspath(p) for p in path)),
         }
