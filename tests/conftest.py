@@ -14,6 +14,7 @@ from hypothesis import settings
 from pyspark.sql import SparkSession
 
 from segcompact.spark.session import get_spark
+from tests.support.minio import MinioServer
 from tests.support.spark import JVM_OPTIONS
 
 # No test asserts a time: hypothesis's per-example deadline (200 ms) failed examples on a
@@ -52,3 +53,11 @@ def spark_conf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("spark-conf")
     (folder / "spark-defaults.conf").write_text(f"spark.driver.extraJavaOptions {JVM_OPTIONS}\n")
     return folder
+
+
+@pytest.fixture(scope="session")
+def minio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MinioServer]:
+    """A real S3 server (MinIO) on 127.0.0.1, one per test run, started only when a test asks
+    for it (the object-store tests, the cluster's)."""
+    with MinioServer(tmp_path_factory.mktemp("minio")) as server:
+        yield server

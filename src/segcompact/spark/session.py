@@ -99,7 +99,8 @@ def get_spark(
 ) -> SparkSession:
     """Return the active SparkSession, or start one with Delta Lake configured.
 
-    ``master`` defaults to ``local[*]`` unless ``spark-submit`` already chose one. ``conf``
+    ``master`` defaults to ``local[*]`` unless ``spark-submit`` already chose one; ``conf``'s
+    ``spark.master`` wins over it, and only a local one gets the local settings. ``conf``
     entries are applied last and win over segcompact's defaults; they are ignored when a
     session is already active. ``jvm_output``: a file that takes what a JVM started here
     writes (Spark's log lines, the JVM's own warnings) instead of this process's stderr.
@@ -120,7 +121,9 @@ def get_spark(
     if master is None and _launched_by_spark_submit():
         pass  # master, jars and resources come from spark-submit's command line
     else:
-        master = master or "local[*]"
+        # A ``conf`` entry wins, spark.master too (a config's [spark] naming a cluster): the
+        # local settings below are for a local master alone.
+        master = (conf or {}).get("spark.master") or master or "local[*]"
         builder = builder.master(master)
         settings["spark.jars"] = ",".join(str(jar) for jar in [*find_delta_jars(), *_s3_jars()])
         if master.startswith("local"):
