@@ -174,6 +174,7 @@ bench-memory: setup
 bench-partitions: setup $(KAFKA_JARS)
 	$(BIN)/python -m tests.benchmarks.partitions --partitions 16 --partitions 1024 \
 	  --partitions 4096 --partitions 16384 --cleaner-up-to 1024
+
 # One log through run --once on a Spark standalone cluster of one, then two, single-core executors.
 bench-scaling: setup
 	$(BIN)/python -m tests.benchmarks.scaling --size-mib 256 --partitions 8
