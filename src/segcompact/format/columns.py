@@ -115,8 +115,12 @@ class _Binary:
         self.offsets.append(len(self.data))
 
 
+def _beyond(ms: int) -> bool:
+    return not -MAX_TIMESTAMP_MS <= ms <= MAX_TIMESTAMP_MS
+
+
 def _check_timestamp(i: int, ms: int) -> None:
-    if not -MAX_TIMESTAMP_MS <= ms <= MAX_TIMESTAMP_MS:
+    if _beyond(ms):
         raise CorruptBatchError(
             f"record {i}: timestamp {ms} ms is out of range (a timestamp in microseconds holds "
             f"+-{MAX_TIMESTAMP_MS} ms)"
@@ -165,10 +169,14 @@ class PyColumnBuilder:
         if records < 1 or nbytes < 1:
             raise ValueError("cuts: records and bytes must be positive")
         payload = bytes(payload)
-        for i, r in enumerate(
-            iter_records(payload, count, base_offset, base_timestamp, last_offset_delta)
-        ):
-            _check_timestamp(i, r.timestamp)
+        decoded = iter_records(payload, count, base_offset, base_timestamp, last_offset_delta)
+        # As append: every record decodes before any timestamp is checked.
+        beyond: tuple[int, int] | None = None
+        for i, r in enumerate(decoded):
+            if beyond is None and _beyond(r.timestamp):
+                beyond = i, r.timestamp
+        if beyond is not None:
+            _check_timestamp(*beyond)
         out = array("q")
         pos = start = first = 0
         for i in range(count):

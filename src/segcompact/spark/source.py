@@ -340,8 +340,13 @@ def read_segments(
         # buffer is 128 MiB of 24-byte entries): the fronts' rows are held while they take up
         # to a quarter of it (and the rows held, up to three eighths), else the segments are
         # read twice.
-        budget = 8 * chunk_bytes
-        reducer = SegmentReducer(rankings.for_topic(parts[0].file.topic), budget_bytes=budget)
+        # A round takes at most 256 chunks of records (16 M by default: a flag each on the
+        # fronts), however tiny they are.
+        reducer = SegmentReducer(
+            rankings.for_topic(parts[0].file.topic),
+            budget_bytes=8 * chunk_bytes,
+            budget_records=256 * chunk_records,
+        )
 
     def open_reader(part: ManifestEntry) -> SegmentReader:
         fs, path = storage.resolve(part.file.path)
