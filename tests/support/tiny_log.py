@@ -69,7 +69,7 @@ def _payload(first: int, count: int, base: int, keys: int) -> bytes:
         hvalue_data=b"",
         hvalue_valid=b"",
     )
-    return encode_columns(columns, 0, n, base, BASE_TIMESTAMP)
+    return bytes(encode_columns(columns, 0, n, base, BASE_TIMESTAMP))
 
 
 def v2_batch(first: int, count: int, compression: Compression, *, keys: int = 0) -> bytes:
@@ -121,7 +121,7 @@ def v1_wrapper(first: int, count: int, compression: Compression, *, keys: int = 
     inner["value_length"] = VALUE_BYTES
     inner["value"] = _values(first, count)
     raw = inner.view(np.uint8).reshape(count, _V1.itemsize)
-    inner["crc"] = [zlib.crc32(row[_V1_CRC_START:]) for row in raw]
+    inner["crc"] = [zlib.crc32(row[_V1_CRC_START:].tobytes()) for row in raw]
     value = codec_for(compression).compress(inner.tobytes())
     body = bytearray(
         _V1_HEAD.pack(first + count - 1, 0, 0, 1, int(compression), BASE_TIMESTAMP, -1)

@@ -26,7 +26,8 @@ Options (names are case-insensitive, as for every Spark source):
   Deleting the manifest of a query whose checkpoint is kept is detected and refused.
 - ``maxSegmentsPerTrigger``: at most this many segments per micro-batch (``ReadMaxFiles``).
 - ``chunkRecords`` [65536], ``chunkBytes`` [33554432]: the size of the Arrow batches a segment
-  is decoded into (bounded memory per task).
+  is decoded into (bounded memory per task), however many records one Kafka batch holds; with
+  ``compaction``, a round of the reduction takes at most 256 chunks of records.
 - ``maxPartitionBytes`` [134217728]: small segments of a micro-batch share a Spark task up to
   this many bytes; a larger segment has a task of its own.
 - ``maxReducedBytes`` [1073741824]: with ``compaction``, a partition's consecutive segments of
