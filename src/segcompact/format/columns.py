@@ -98,7 +98,9 @@ class ColumnBuilder(Protocol):
         ...
 
 
-class _Binary:
+class BinaryColumn:
+    """A binary column being built: int32 offsets, data, one validity byte per entry."""
+
     __slots__ = ("data", "offsets", "valid")
 
     def __init__(self) -> None:
@@ -138,11 +140,11 @@ class PyColumnBuilder:
         self._timestamp = array("q")
         self._attributes = bytearray()
         self._batch = array("i")
-        self._key = _Binary()
-        self._value = _Binary()
+        self._key = BinaryColumn()
+        self._value = BinaryColumn()
         self._header_offsets = array("i", [0])
-        self._hkey = _Binary()
-        self._hvalue = _Binary()
+        self._hkey = BinaryColumn()
+        self._hvalue = BinaryColumn()
 
     def __len__(self) -> int:
         return len(self._offset)

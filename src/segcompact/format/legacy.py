@@ -27,6 +27,7 @@ from segcompact.errors import CorruptBatchError
 from segcompact.format.attributes import Compression, LegacyAttr, TimestampType
 from segcompact.format.batch import LOG_OVERHEAD, NO_TIMESTAMP, RecordBatch
 from segcompact.format.codecs import codec_for, fix_legacy_lz4_header
+from segcompact.format.columns import BinaryColumn, ColumnBuffers, encode_columns
 from segcompact.format.crc import crc32
 from segcompact.format.record import Record, encode_record
 
@@ -83,10 +84,12 @@ class _Message:
         self.crc_valid = crc32(memoryview(entry)[_CRC_START:]) == self.crc
 
 
+_NESTED = int(LegacyAttr.COMPRESSION)  # an int: IntFlag's & costs microseconds a message
+
+
 class _Inner:
-    """A compressed wrapper's inner messages, read one at a time and encoded as v2 records as
-    they come: what is kept of millions of tiny ones is their v2 bytes and an int64 offset each,
-    not an object each."""
+    """A compressed wrapper's inner messages, read one at a time into columns (no object kept
+    per message) and encoded as v2 records at once by the C encoder."""
 
     def __init__(self, wrapper: _Message, max_uncompressed: int) -> None:
         compression = Compression(wrapper.attributes & LegacyAttr.COMPRESSION)
@@ -96,8 +99,8 @@ class _Inner:
         inner = codec_for(compression).decompress(data, max_uncompressed)
         log_append = wrapper.magic == 1 and bool(wrapper.attributes & LegacyAttr.LOG_APPEND_TIME)
         self.offsets = array("q")  # as written: absolute in v0, relative in v1
-        self.payload = bytearray()  # v2 records, relative to the first offset and timestamp
-        self.first_timestamp = self.max_timestamp = NO_TIMESTAMP
+        timestamps = array("q")
+        keys, values = BinaryColumn(), BinaryColumn()
         pos = 0
         while pos < len(inner):
             if pos + LOG_OVERHEAD.size > len(inner):
@@ -107,7 +110,7 @@ class _Inner:
             if size < _MIN_SIZE[0] or end > len(inner):
                 raise CorruptBatchError(f"inner message of {size} bytes runs past the data")
             m = _Message(inner[pos:end])
-            if m.attributes & LegacyAttr.COMPRESSION:
+            if m.attributes & _NESTED:
                 raise CorruptBatchError(
                     "an inner message is itself compressed (nested compression)"
                 )
@@ -117,19 +120,39 @@ class _Inner:
                 )
             if not m.crc_valid:
                 raise CorruptBatchError(f"inner message at offset {m.offset} fails its CRC")
-            timestamp = wrapper.timestamp if log_append else m.timestamp
-            if not self.offsets:
-                self.first_timestamp = self.max_timestamp = timestamp
-            self.max_timestamp = max(self.max_timestamp, timestamp)
             self.offsets.append(m.offset)
-            record = Record(m.offset, timestamp, m.key, m.value)
-            try:
-                self.payload += encode_record(record, self.offsets[0], self.first_timestamp)
-            except ValueError as e:  # a delta no v2 record holds: offsets 2^31 apart
-                raise CorruptBatchError(f"inner message at offset {m.offset}: {e}") from None
+            timestamps.append(wrapper.timestamp if log_append else m.timestamp)
+            keys.add(m.key)
+            values.add(m.value)
             pos = end
         if not self.offsets:
             raise CorruptBatchError("compressed wrapper message holds no inner messages")
+        n = len(self.offsets)
+        self.first_timestamp, self.max_timestamp = timestamps[0], max(timestamps)
+        columns = ColumnBuffers(
+            records=n,
+            offset=self.offsets.tobytes(),
+            timestamp=timestamps.tobytes(),
+            attributes=bytes(n),
+            batch=b"",
+            key_offsets=keys.offsets.tobytes(),
+            key_data=memoryview(keys.data),
+            key_valid=memoryview(keys.valid),
+            value_offsets=values.offsets.tobytes(),
+            value_data=memoryview(values.data),
+            value_valid=memoryview(values.valid),
+            header_offsets=bytes(4 * (n + 1)),
+            header_count=0,
+            hkey_offsets=bytes(4),
+            hkey_data=b"",
+            hvalue_offsets=bytes(4),
+            hvalue_data=b"",
+            hvalue_valid=b"",
+        )
+        try:  # v2 records, relative to the first offset and timestamp
+            self.payload = encode_columns(columns, 0, n, self.offsets[0], self.first_timestamp)
+        except ValueError as e:  # a delta no v2 record holds: offsets 2^31 apart
+            raise CorruptBatchError(f"inner messages: {e}") from None
 
 
 def _absolute(wrapper_offset: int, relative: Sequence[int]) -> list[int]:
@@ -186,7 +209,7 @@ def parse_legacy(entry: bytes, position: int, max_uncompressed: int) -> RecordBa
                     )
             first, last = offsets[0], offsets[-1]
             first_ts, max_ts = inner.first_timestamp, inner.max_timestamp
-            count, payload = len(offsets), bytes(inner.payload)
+            count, payload = len(offsets), inner.payload
     except CorruptBatchError as e:
         raise e.located(position=position, base_offset=LOG_OVERHEAD.unpack_from(entry)[0]) from None
     return RecordBatch(
