@@ -12,7 +12,7 @@ each process's peak RSS.
   keys) and an 8-byte value, in v2 batches of 4 M records each, compressed whole
   (``tests/support/tiny_log.py``): memory bounded by records, not bytes.
 - ``tiny-v1``: ``--v1-records`` such records as magic-1 gzip wrappers of 1 M inner messages
-  each (legacy records are decoded in Python: some 18 µs each).
+  each (legacy records are read in Python: some 5 µs each).
 
 Each log is generated once and cached under ``--workdir``. Then ``segcompact run --once`` on
 it, as a user runs it (fresh tables, Spark's defaults), while this process reads every 0.1 s
