@@ -4,6 +4,7 @@ rows as one chunk of it all, and a corrupt record late in it yields none of the 
 
 from __future__ import annotations
 
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from segcompact.format import _crecords
 from segcompact.format.arrow import decode_segment
 from segcompact.format.attributes import Compression
 from segcompact.format.batch import assemble_batch, build_batch
+from segcompact.format.codecs import GzipCodec
 from segcompact.format.columns import PyColumnBuilder
 from segcompact.format.record import Record
 from segcompact.format.segment import SegmentReader
@@ -147,3 +149,21 @@ def test_cuts_check_what_append_does_and_slices_append_as_the_whole(
         start, first = end, stop
     assert first == count
     assert sliced.finish() == expected
+
+
+def test_a_large_gzip_member_is_inflated_into_one_buffer_of_its_size() -> None:
+    """zlib's growing buffer held the output twice at its end; a member that claims more than
+    8 MiB is counted first, within the limit, then inflated once into its size."""
+    raw = bytes(range(256)) * 40_000  # 10 MB: a batch of some 500,000 tiny records
+    data = GzipCodec().compress(raw)
+    tracemalloc.start()
+    try:
+        assert GzipCodec().decompress(data, 1 << 30) == raw
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.2 * len(raw), peak
+    with pytest.raises(CorruptBatchError, match="decompresses to more than"):
+        GzipCodec().decompress(data, len(raw) - 1)
+    with pytest.raises(CorruptBatchError, match=r"truncated|corrupt"):
+        GzipCodec().decompress(data[: len(data) // 2] + data[-4:], 1 << 30)
