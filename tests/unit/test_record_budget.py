@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +21,7 @@ from segcompact.format import _crecords
 from segcompact.format.arrow import decode_segment
 from segcompact.format.attributes import Compression
 from segcompact.format.batch import assemble_batch, build_batch
-from segcompact.format.codecs import GzipCodec
+from segcompact.format.codecs import GzipCodec, ZstdCodec
 from segcompact.format.columns import PyColumnBuilder
 from segcompact.format.record import Record
 from segcompact.format.segment import SegmentReader
@@ -167,3 +168,22 @@ def test_a_large_gzip_member_is_inflated_into_one_buffer_of_its_size() -> None:
         GzipCodec().decompress(data, len(raw) - 1)
     with pytest.raises(CorruptBatchError, match=r"truncated|corrupt"):
         GzipCodec().decompress(data[: len(data) // 2] + data[-4:], 1 << 30)
+
+
+def test_a_zstd_frame_without_its_size_is_inflated_into_one_buffer_of_its_size() -> None:
+    """Kafka's zstd-jni writes no content size: the frame is counted in steps, then inflated
+    once; two frames are still read across."""
+    raw = bytes(range(256)) * 40_000
+    stream = zstandard.ZstdCompressor(level=3).compressobj()
+    frame = stream.compress(raw) + stream.flush()
+    assert zstandard.frame_content_size(frame) == -1
+    tracemalloc.start()
+    try:
+        assert ZstdCodec().decompress(frame, 1 << 30) == raw
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.2 * len(raw), peak
+    assert ZstdCodec().decompress(frame + frame, 1 << 30) == raw + raw
+    with pytest.raises(CorruptBatchError, match="decompresses to more than"):
+        ZstdCodec().decompress(frame, len(raw) - 1)

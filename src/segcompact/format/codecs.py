@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Iterator
 from typing import Protocol, cast
 
 import cramjam
@@ -210,16 +211,26 @@ class ZstdCodec:
                 raise _too_big("zstd", limit)
             if claimed >= 0:
                 return self._decompressor.decompress(data)
-            # No size in the frame header (Kafka's zstd-jni stream writes none): read in chunks.
-            reader = self._decompressor.stream_reader(data, read_across_frames=True)
-            out = bytearray()
-            while chunk := reader.read(_CHUNK):
-                out += chunk
-                if len(out) > limit:
-                    raise _too_big("zstd", limit)
-            return bytes(out)
+            # No size in the frame header (Kafka's zstd-jni stream writes none): counted in
+            # steps (within the limit), then inflated into a buffer of that size; gathering the
+            # steps would hold the output twice at the end (a batch of millions of tiny records).
+            size = sum(len(chunk) for chunk in self._chunks(data, limit))
+            if size:
+                out = self._decompressor.decompress(data, max_output_size=size)
+                if len(out) == size:
+                    return out
+            return b"".join(self._chunks(data, limit))  # several frames: decompress reads one
         except zstandard.ZstdError as e:
             raise CorruptBatchError(f"zstd data is corrupt: {e}") from None
+
+    def _chunks(self, data: bytes | memoryview, limit: int) -> Iterator[bytes]:
+        reader = self._decompressor.stream_reader(data, read_across_frames=True)
+        total = 0
+        while chunk := reader.read(_CHUNK):
+            total += len(chunk)
+            if total > limit:
+                raise _too_big("zstd", limit)
+            yield chunk
 
 
 CODECS: dict[Compression, Codec] = {
