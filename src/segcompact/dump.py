@@ -136,18 +136,27 @@ def _text_record(batch: RecordBatch, record: Record, print_data: bool) -> str:
 
 
 def _log_lines(path: str, deep: bool, print_data: bool, as_json: bool) -> Iterator[str]:
+    """The text to print, in pieces: a batch's JSON line is written a record at a time, so that
+    memory holds one record, not a batch of millions of them (nor a file of them)."""
     if not as_json:
-        yield f"Log starting offset: {base_offset_of(path)}"
+        yield f"Log starting offset: {base_offset_of(path)}\n"
     for batch in SegmentReader(LocalInputFile(path), verify_crc=False):
-        records = batch.records() if deep else []
+        if deep:
+            for _ in batch.iter_records():  # a corrupt batch stops the file before its line
+                pass
+        records = batch.iter_records() if deep else iter(())
         if as_json:
-            summary = batch_summary(path, batch)
-            if deep:
-                summary["records"] = [record_summary(r, batch.is_control) for r in records]
-            yield json.dumps(summary)
+            summary = json.dumps(batch_summary(path, batch))
+            if not deep:
+                yield summary + "\n"
+                continue
+            yield summary[:-1] + ', "records": ['  # the JSON of the summary with its records
+            for i, r in enumerate(records):
+                yield (", " if i else "") + json.dumps(record_summary(r, batch.is_control))
+            yield "]}\n"
         else:
-            yield _text_batch(batch)
-            yield from (_text_record(batch, r, print_data) for r in records)
+            yield _text_batch(batch) + "\n"
+            yield from (_text_record(batch, r, print_data) + "\n" for r in records)
 
 
 def _index_lines(path: str, sanity_only: bool, as_json: bool) -> Iterator[str]:
@@ -235,6 +244,6 @@ def dump(
         if path.endswith(".log"):
             lines = _log_lines(path, deep or print_data, print_data, as_json)
         else:
-            lines = _index_lines(path, index_sanity, as_json)
-        for line in lines:
-            print(line, file=out)
+            lines = (line + "\n" for line in _index_lines(path, index_sanity, as_json))
+        for piece in lines:
+            out.write(piece)

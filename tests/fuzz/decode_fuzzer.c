@@ -13,6 +13,9 @@
  * Besides what the sanitizers catch, a decode that succeeds must leave columns that agree:
  * one entry per record in each fixed column, offsets that end at their data's length, and a
  * failed one must leave nothing half-counted (the caller rolls back to its committed lengths).
+ * The same input is also scanned (decode without columns, as CColumnBuilder.cuts does, slices of
+ * at most 1 + count % 7 records or 1 + base_offset % 64 bytes): it must fail alike, or cut the
+ * records into rising slices that end at the last record and the last byte.
  * The Python API parts of the file are compiled but never called. */
 #include "../../src/segcompact/format/_crecords.c"
 
@@ -40,9 +43,11 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     Buf bufs[NBUF];
-    DecodeError err = {E_NONE, NULL, 0, 0, 0};
+    Buf ends = {NULL, 0, 0};
+    DecodeError err = {E_NONE, NULL, 0, 0, 0}, scan_err = {E_NONE, NULL, 0, 0, 0};
+    Cuts cuts;
     int64_t count, n;
-    int status;
+    int status, scanned;
 
     if (size < PREFIX)
         return 0;
@@ -52,7 +57,28 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         count = n / MIN_RECORD_SIZE;
     memset(bufs, 0, sizeof bufs);
     status = decode(bufs, data + PREFIX, n, count, le64(data + 2), le64(data + 10), 7, INT32_MAX,
-                    &err);
+                    NULL, &err);
+    cuts.out = &ends;
+    cuts.records = 1 + count % 7;
+    cuts.bytes = 1 + (int64_t)((uint64_t)le64(data + 2) % 64);
+    scanned = decode(NULL, data + PREFIX, n, count, le64(data + 2), le64(data + 10), 7, INT32_MAX,
+                     &cuts, &scan_err);
+    if ((scanned == 0) != (status == 0) ||
+        (status != 0 && err.code != E_NOMEM && scan_err.code != err.code))
+        __builtin_trap(); /* a scan checks what a decode does */
+    if (scanned == 0) {
+        int64_t pos = 0, records = 0, at[2];
+        for (size_t k = 0; k + 16 <= ends.len; k += 16) {
+            memcpy(at, ends.data + k, 16);
+            if (at[0] <= pos || at[1] <= records || at[1] - records > cuts.records)
+                __builtin_trap();
+            pos = at[0];
+            records = at[1];
+        }
+        if (records != count || (count && pos != n))
+            __builtin_trap();
+    }
+    free(ends.data);
     if (status == 0) {
         size_t rows = (size_t)count;
         if (bufs[B_OFFSET].len != 8 * rows || bufs[B_TIMESTAMP].len != 8 * rows ||

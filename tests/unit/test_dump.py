@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
 from segcompact.cli import main
+from segcompact.dump import dump
 from segcompact.format.attributes import Compression
 from segcompact.format.batch import build_batch
 from segcompact.format.record import Record
 from segcompact.format.writer import SegmentWriter
 from segcompact.storage import LocalOutputDirectory
+from tests.support import tiny_log
 
 
 @pytest.fixture
@@ -109,3 +113,55 @@ def test_bad_arguments_exit_2_with_one_line(
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
+
+
+class _Sink:
+    """A text stream that keeps only what it was given last (and how much)."""
+
+    def __init__(self) -> None:
+        self.chars = 0
+        self.last = ""
+
+    def write(self, text: str) -> int:
+        self.chars += len(text)
+        self.last = text
+        return len(text)
+
+
+def _peak(path: Path, as_json: bool) -> int:
+    """The most memory Python held while dumping ``path`` with every record."""
+    tracemalloc.start()
+    try:
+        dump([str(path)], deep=True, as_json=as_json, out=_Sink())
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "text"])
+def test_dump_streams_a_batch_of_many_tiny_records(tmp_path: Path, as_json: bool) -> None:
+    """Memory grows with a batch's bytes, never with its records' objects: ten times the
+    records costs about their payload more (the issue's 49 KB file took 3.3 GB), and ten
+    times the batches costs nothing more."""
+    payloads, peaks = {}, {}
+    for n in (2_000, 20_000):
+        batch = tiny_log.v2_batch(0, n, Compression.ZSTD, keys=10)
+        payloads[n] = n * 16  # about a tiny record's v2 bytes, decompressed
+        peaks[n] = _peak(tiny_log.write_segment(tmp_path / f"one-{n}", 0, [batch]), as_json)
+    many = [tiny_log.v2_batch(i * 2_000, 2_000, Compression.ZSTD, keys=10) for i in range(10)]
+    peak_many = _peak(tiny_log.write_segment(tmp_path / "many", 0, many), as_json)
+
+    assert peaks[20_000] - peaks[2_000] < 2 * (payloads[20_000] - payloads[2_000]), peaks
+    assert peak_many < 1.5 * peaks[2_000], (peak_many, peaks)
+
+
+def test_a_json_line_streamed_is_the_batch_with_its_records(tmp_path: Path) -> None:
+    records = [Record(i, 10 + i, b"k%d" % i, None if i == 1 else b"v") for i in range(3)]
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(build_batch(records) + build_batch([], base_offset=3, last_offset=4))
+    out = io.StringIO()
+    dump([str(path)], deep=True, as_json=True, out=out)
+    first, empty = (json.loads(line) for line in out.getvalue().splitlines())
+    assert [r["offset"] for r in first["records"]] == [0, 1, 2]
+    assert first["records"][1]["value_b64"] is None and first["count"] == 3
+    assert empty["records"] == [] and empty["last_offset"] == 4

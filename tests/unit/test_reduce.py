@@ -68,8 +68,9 @@ def reduce(
     ranking: Ranking,
     budget: int = 1 << 30,
     pure: bool = False,
+    records: int = 1 << 30,
 ) -> tuple[list[dict[str, Any]], SegmentReducer]:
-    reducer = SegmentReducer(ranking, budget_bytes=budget, pure=pure)
+    reducer = SegmentReducer(ranking, budget_bytes=budget, budget_records=records, pure=pure)
     out: list[pa.RecordBatch] = []
     for rows in chunks:
         out.extend(reducer.add(batch(rows)))
@@ -145,12 +146,18 @@ def logs(draw: st.DrawFn) -> list[list[dict[str, Any]]]:
     st.sampled_from(list(CompactionStrategy)),
     st.sampled_from([1 << 30, 1, 2000]),
     st.booleans(),
+    st.sampled_from([1 << 30, 1, 5, 12]),
 )
 def test_reduction_keeps_every_winner_for_every_log_start_and_every_count(
-    chunks: list[list[dict[str, Any]]], strategy: CompactionStrategy, budget: int, pure: bool
+    chunks: list[list[dict[str, Any]]],
+    strategy: CompactionStrategy,
+    budget: int,
+    pure: bool,
+    records: int,
 ) -> None:
+    """Exact whatever the budgets: of bytes, and of records a round takes."""
     rows = [r for c in chunks for r in c]
-    kept, reducer = reduce(chunks, Ranking(strategy.value, VERSION), budget, pure)
+    kept, reducer = reduce(chunks, Ranking(strategy.value, VERSION), budget, pure, records)
     starts = {0, *(r["offset"] for r in rows), max((r["offset"] for r in rows), default=0) + 1}
     for log_start in sorted(starts):
         assert winners(kept, strategy, log_start) == winners(rows, strategy, log_start), log_start
@@ -170,7 +177,7 @@ def test_reduction_keeps_every_winner_for_every_log_start_and_every_count(
     candidates = [r["key"] for r in kept if spark_candidate(r)]
     if reducer.one_per_key:
         assert len(set(candidates)) == len(candidates)
-    if strategy is CompactionStrategy.OFFSET and budget == 1 << 30:
+    if strategy is CompactionStrategy.OFFSET and budget == records == 1 << 30:
         assert reducer.one_per_key
     assert max((r["offset"] for r in kept_data), default=None) == max(
         (r["offset"] for r in data), default=None
@@ -182,6 +189,18 @@ def test_offset_strategy_keeps_the_latest_record_per_key_only() -> None:
     kept, reducer = reduce([rows[:4], rows[4:]], Ranking())
     assert sorted(r["offset"] for r in kept) == [8, 9]
     assert reducer.folded == 8
+
+
+def test_a_round_takes_no_more_records_than_its_budget() -> None:
+    """One key, 100 records in chunks of 10, rounds of at most 30 records: each round keeps its
+    latest record (the merge reduces across rounds); without the budget, one round."""
+    rows = [record(o) for o in range(100)]
+    chunks = [rows[at : at + 10] for at in range(0, 100, 10)]
+    kept, reducer = reduce(chunks, Ranking(), records=30)
+    assert [r["offset"] for r in kept] == [29, 59, 89, 99]
+    assert reducer.folded == 96 and not reducer.one_per_key
+    kept, reducer = reduce(chunks, Ranking())
+    assert [r["offset"] for r in kept] == [99] and reducer.one_per_key
 
 
 def test_timestamp_strategy_keeps_the_front_for_a_later_log_start() -> None:

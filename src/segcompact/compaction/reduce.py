@@ -27,6 +27,10 @@ alone go on, holding keys and ranks but no values; the log is then decoded a sec
 front leave as they come. When a chunk could take the fronts past the budget, a round ends
 before it (what it kept leaves, or is marked for the second pass) and new fronts start; the
 merge reduces across rounds as it does across tasks.
+
+Memory is bounded by records too, for logs of millions of tiny records: a round also ends before
+a chunk that would take it past ``budget_records`` records (a front keeps a flag per record of
+its round), and what the second pass needs of each round is one bit per record.
 """
 
 from __future__ import annotations
@@ -104,6 +108,7 @@ class Rankings:
 
 
 _IDS_AT_ONCE = 1 << 20  # records whose flags are asked of a front at once
+DEFAULT_BUDGET_RECORDS = 1 << 24
 
 
 class SegmentReducer:
@@ -115,9 +120,17 @@ class SegmentReducer:
     in log order (their id); the second pass stops at the records the first one saw, should the
     file have grown since."""
 
-    def __init__(self, ranking: Ranking, *, budget_bytes: int, pure: bool = False) -> None:
+    def __init__(
+        self,
+        ranking: Ranking,
+        *,
+        budget_bytes: int,
+        budget_records: int = DEFAULT_BUDGET_RECORDS,
+        pure: bool = False,
+    ) -> None:
         self.ranking = ranking
         self.budget_bytes = budget_bytes
+        self.budget_records = budget_records
         self.pure = pure
         self.folded = 0  # candidates left out
         self.earliest: int | None = None  # the earliest candidate's timestamp (the column's unit)
@@ -126,11 +139,11 @@ class SegmentReducer:
         self._last_offset: int | None = None
         # From this id on every record leaves as it is (a lagged topic: all of them).
         self._as_is_from: int | None = 0 if ranking.raw else None
-        # The second pass: from ``_rescan_from`` on, candidates leave where ``_decided`` (one
-        # flag per record from there) says; from ``_raw_from`` on, the others too.
+        # The second pass: from ``_rescan_from`` on, candidates leave where ``_decided`` (per
+        # round: its first id and one bit per record) says; from ``_raw_from`` on, the others too.
         self._rescan_from: int | None = None
         self._raw_from = 0
-        self._decided: list[NDArray[np.bool_]] = []
+        self._decided: list[tuple[int, int, NDArray[np.uint8]]] = []
         self._again = 0  # records of the second pass so far
         # The sums of each pass's offsets plus one (mod 2^64; a record at offset 0 counts too):
         # the second pass saw the first's records only if they match.
@@ -186,8 +199,10 @@ class SegmentReducer:
             # of the log leaves as it is (the merge still reduces it).
             yield from self._end_round()
             self._as_is_from = first
-        elif self._front.peak_bytes(chunk.num_rows) > self.budget_bytes:
-            yield from self._end_round()  # this chunk's keys could take the fronts past it
+        elif self._front.peak_bytes(chunk.num_rows) > self.budget_bytes or (
+            self._front_ids and self._front_ids + chunk.num_rows > self.budget_records
+        ):
+            yield from self._end_round()  # this chunk could take the fronts past a budget
         self._seen += chunk.num_rows
         if self._as_is_from is not None:
             if not self.rescan:
@@ -233,8 +248,6 @@ class SegmentReducer:
         """The rows still on a front (or, with :attr:`rescan`, what the second pass needs to
         know of them)."""
         yield from self._end_round()
-        if self.rescan:
-            self._decided = [np.concatenate(self._decided)]
 
     def again(self, chunk: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         """The second pass: take the next chunk of the segment decoded again; yield what of it
@@ -248,10 +261,10 @@ class SegmentReducer:
         candidate = self._candidates_of(chunk)
         # A front knows its candidates only: ``decided`` says nothing of the others.
         keep = np.zeros(chunk.num_rows, bool)
-        (decided,) = self._decided  # one array since finish
-        lo, hi = max(first, self._rescan_from), min(self._again, self._rescan_from + len(decided))
-        if lo < hi:
-            keep[lo - first : hi - first] = decided[lo - self._rescan_from : hi - self._rescan_from]
+        for start, length, bits in self._decided:
+            lo, hi = max(first, start), min(self._again, start + length)
+            if lo < hi:
+                keep[lo - first : hi - first] = _bits(bits, lo - start, hi - start)
         keep &= candidate
         keep |= (ids >= self._raw_from) & ~candidate
         if self._as_is_from is not None:
@@ -326,7 +339,8 @@ class SegmentReducer:
             for start in range(0, self._front_ids, _IDS_AT_ONCE):
                 stop = min(self._front_ids, start + _IDS_AT_ONCE)
                 decided[start:stop] = self._alive(self._round_start + np.arange(start, stop))
-            self._decided.append(decided)
+            if len(decided):
+                self._decided.append((self._round_start, len(decided), np.packbits(decided)))
             emitted = len(self._front)  # the candidates on it
         else:
             self._refilter()
@@ -384,6 +398,13 @@ def header_versions(
         version[rows[ok]] = np.frombuffer(data, np.uint8)[index].copy().view(">i8").ravel()
         has[rows[ok]] = True
     return has, version, bad
+
+
+def _bits(packed: NDArray[np.uint8], start: int, stop: int) -> NDArray[np.bool_]:
+    """Flags ``start..stop`` of those ``np.packbits`` packed."""
+    first = start // 8
+    flags = np.unpackbits(packed[first : (stop + 7) // 8])
+    return flags[start - 8 * first : stop - 8 * first].astype(bool)
 
 
 def _int64(column: pa.Array) -> NDArray[np.int64]:

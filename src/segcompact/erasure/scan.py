@@ -233,7 +233,7 @@ class _Scan:
             for batch in SegmentReader(self._fs(path).input_file(path), verify_crc=False):
                 if batch.is_control:
                     continue
-                for r in batch.records():
+                for r in batch.iter_records():  # a batch of millions: one record at a time
                     if r.key == self.key:
                         value = "tombstone" if r.value is None else f"value of {len(r.value)} bytes"
                         self.add(into, kind, path, r.offset, f"{what}, {value}")

@@ -476,10 +476,21 @@ reserve_rows(Buf *bufs, size_t rows)
            buf_reserve(&bufs[B_HEADER_OFFSETS], 4 * rows);
 }
 
+/* Where a scan (bufs NULL) cuts the records: after at most `records` records or once a slice
+ * holds `bytes` bytes of payload; `out` gets each slice's end: its position and the records
+ * up to it (int64 each). */
+typedef struct {
+    Buf *out;
+    int64_t records, bytes;
+} Cuts;
+
+/* Decode into `bufs`; or, with `bufs` NULL, check every record as decoding would without
+ * storing any, and record in `cuts` where to slice the payload. */
 static int
 decode(Buf *bufs, const uint8_t *buf, int64_t end_all, int64_t count, int64_t base_offset,
-       int64_t base_timestamp, int32_t batch, int64_t last_delta, DecodeError *err)
+       int64_t base_timestamp, int32_t batch, int64_t last_delta, Cuts *cuts, DecodeError *err)
 {
+    int64_t cut_record = 0, cut_pos = 0; /* where the current slice starts */
     int64_t pos = 0;
     int64_t i;
     int64_t previous = -1; /* the offset delta before: deltas rise within 0..last_delta */
@@ -498,7 +509,7 @@ decode(Buf *bufs, const uint8_t *buf, int64_t end_all, int64_t count, int64_t ba
 
         /* Room for the fixed columns, in steps no larger than what is decoded already: a
          * claimed count, even one checked against the payload, never sizes more than twice. */
-        if (UNLIKELY(i == reserved)) {
+        if (UNLIKELY(i == reserved) && bufs != NULL) {
             int64_t step = i > 1024 ? i : 1024;
             if (step > count - i)
                 step = count - i;
@@ -547,11 +558,11 @@ decode(Buf *bufs, const uint8_t *buf, int64_t end_all, int64_t count, int64_t ba
             err->c = end - p;
             return -1;
         }
-        if (n_headers > INT32_MAX - (int64_t)(bufs[B_HKEY_OFFSETS].len / 4)) {
+        if (bufs != NULL && n_headers > INT32_MAX - (int64_t)(bufs[B_HKEY_OFFSETS].len / 4)) {
             err->code = E_COLUMN_FULL;
             return -1;
         }
-        if (n_headers > 0 &&
+        if (bufs != NULL && n_headers > 0 &&
             (buf_reserve(&bufs[B_HKEY_OFFSETS], 4 * (size_t)n_headers) ||
              buf_reserve(&bufs[B_HVALUE_OFFSETS], 4 * (size_t)n_headers) ||
              buf_reserve(&bufs[B_HVALUE_VALID], (size_t)n_headers))) {
@@ -571,10 +582,11 @@ decode(Buf *bufs, const uint8_t *buf, int64_t end_all, int64_t count, int64_t ba
             p += (int64_t)hkey_n;
             if (read_sized(buf, end_all, end, &p, &hvalue_n, "header value", err))
                 return -1;
-            if (add_header_key(&bufs[B_HKEY_OFFSETS], &bufs[B_HKEY_DATA], buf + hkey_at, hkey_n,
-                               err) ||
-                add_binary(&bufs[B_HVALUE_OFFSETS], &bufs[B_HVALUE_DATA],
-                           &bufs[B_HVALUE_VALID], buf + p, hvalue_n, err))
+            if (bufs != NULL &&
+                (add_header_key(&bufs[B_HKEY_OFFSETS], &bufs[B_HKEY_DATA], buf + hkey_at, hkey_n,
+                                err) ||
+                 add_binary(&bufs[B_HVALUE_OFFSETS], &bufs[B_HVALUE_DATA],
+                            &bufs[B_HVALUE_VALID], buf + p, hvalue_n, err)))
                 return -1;
             if (hvalue_n > 0)
                 p += (int64_t)hvalue_n;
@@ -612,6 +624,21 @@ decode(Buf *bufs, const uint8_t *buf, int64_t end_all, int64_t count, int64_t ba
             range.a = i;
             range.b = timestamp;
         }
+        pos = end;
+        if (bufs == NULL) {
+            if (i + 1 - cut_record >= cuts->records || pos - cut_pos >= cuts->bytes ||
+                i + 1 == count) {
+                if (buf_reserve(cuts->out, 16)) {
+                    err->code = E_NOMEM;
+                    return -1;
+                }
+                put_i64(cuts->out, pos);
+                put_i64(cuts->out, i + 1);
+                cut_record = i + 1;
+                cut_pos = pos;
+            }
+            continue;
+        }
         put_i64(&bufs[B_OFFSET], offset);
         put_i64(&bufs[B_TIMESTAMP], timestamp);
         put_u8(&bufs[B_ATTRIBUTES], attributes);
@@ -622,7 +649,6 @@ decode(Buf *bufs, const uint8_t *buf, int64_t end_all, int64_t count, int64_t ba
                        buf + value_at, value_n, err))
             return -1;
         put_i32(&bufs[B_HEADER_OFFSETS], (int32_t)(bufs[B_HKEY_OFFSETS].len / 4));
-        pos = end;
     }
     if (pos != end_all) {
         err->code = E_BATCH_TRAILING;
@@ -707,6 +733,78 @@ builder_nbytes(CColumnBuilder *self, void *closure)
                              self->committed[B_HKEY_DATA] + self->committed[B_HVALUE_DATA]);
 }
 
+static PyObject *bytes_of(const Buf *b);
+
+/* A batch's claimed records count, checked against its payload's bytes as iter_records does. */
+static int
+records_count(PyObject *count_obj, Py_ssize_t len, long long *count)
+{
+    int overflow;
+    PyObject *count_index = PyNumber_Index(count_obj);
+    if (count_index == NULL)
+        return -1;
+    *count = PyLong_AsLongLongAndOverflow(count_index, &overflow);
+    if (*count == -1 && PyErr_Occurred()) {
+        Py_DECREF(count_index);
+        return -1;
+    }
+    if (overflow || *count < 0 || *count > len / MIN_RECORD_SIZE) {
+        PyErr_Format(PyExc_ValueError,
+                     "records count %S is larger than %zd bytes of records can hold",
+                     count_index, len);
+        Py_DECREF(count_index);
+        return -1;
+    }
+    Py_DECREF(count_index);
+    return 0;
+}
+
+PyDoc_STRVAR(cuts_doc,
+             "cuts(payload, count, base_offset, base_timestamp, last_offset_delta, records, "
+             "bytes)\n--\n\n"
+             "Check the batch's records as append would, storing none; where to slice the "
+             "payload so that each slice holds at most ``records`` records and (but for a single "
+             "record) ``bytes`` bytes: for each slice, its end position and the records up to it, "
+             "as int64 pairs (little-endian).");
+
+static PyObject *
+builder_cuts(CColumnBuilder *self, PyObject *args)
+{
+    Py_buffer view;
+    PyObject *count_obj, *result = NULL;
+    long long base_offset, base_timestamp, count, last_delta, max_records, max_bytes;
+    int status;
+    DecodeError err = {E_NONE, NULL, 0, 0, 0};
+    Buf out = {NULL, 0, 0};
+    Cuts cuts;
+    (void)self;
+
+    if (!PyArg_ParseTuple(args, "y*OLLLLL:cuts", &view, &count_obj, &base_offset,
+                          &base_timestamp, &last_delta, &max_records, &max_bytes))
+        return NULL;
+    if (max_records < 1 || max_bytes < 1) {
+        PyErr_SetString(PyExc_ValueError, "cuts: records and bytes must be positive");
+        goto done;
+    }
+    if (records_count(count_obj, view.len, &count) < 0)
+        goto done;
+    cuts.out = &out;
+    cuts.records = max_records;
+    cuts.bytes = max_bytes;
+    Py_BEGIN_ALLOW_THREADS
+    status = decode(NULL, (const uint8_t *)view.buf, view.len, count, base_offset,
+                    base_timestamp, 0, last_delta, &cuts, &err);
+    Py_END_ALLOW_THREADS
+    if (status != 0)
+        raise_error(&err);
+    else
+        result = bytes_of(&out);
+done:
+    free(out.data);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 PyDoc_STRVAR(append_doc,
              "append(payload, count, base_offset, base_timestamp, batch, last_offset_delta)\n"
              "--\n\n"
@@ -719,43 +817,27 @@ builder_append(CColumnBuilder *self, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"payload",        "count", "base_offset",      "base_timestamp",
                              "batch",          "last_offset_delta", NULL};
     Py_buffer view;
-    PyObject *count_obj, *count_index;
+    PyObject *count_obj;
     long long base_offset, base_timestamp, count, last_delta;
-    int batch, overflow, status, k;
+    int batch, status, k;
     DecodeError err = {E_NONE, NULL, 0, 0, 0};
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*OLLiL:append", kwlist, &view, &count_obj,
                                      &base_offset, &base_timestamp, &batch, &last_delta))
         return NULL;
-    if (builder_busy(self))
+    if (builder_busy(self) || records_count(count_obj, view.len, &count) < 0)
         goto fail;
-    count_index = PyNumber_Index(count_obj);
-    if (count_index == NULL)
-        goto fail;
-    count = PyLong_AsLongLongAndOverflow(count_index, &overflow);
-    if (count == -1 && PyErr_Occurred()) {
-        Py_DECREF(count_index);
-        goto fail;
-    }
-    if (overflow || count < 0 || count > view.len / MIN_RECORD_SIZE) {
-        PyErr_Format(PyExc_ValueError,
-                     "records count %S is larger than %zd bytes of records can hold",
-                     count_index, view.len);
-        Py_DECREF(count_index);
-        goto fail;
-    }
-    Py_DECREF(count_index);
 
     self->busy = 1;
     if (view.len >= NOGIL_THRESHOLD) {
         Py_BEGIN_ALLOW_THREADS
         status = decode(self->bufs, (const uint8_t *)view.buf, view.len, count, base_offset,
-                        base_timestamp, batch, last_delta, &err);
+                        base_timestamp, batch, last_delta, NULL, &err);
         Py_END_ALLOW_THREADS
     }
     else {
         status = decode(self->bufs, (const uint8_t *)view.buf, view.len, count, base_offset,
-                        base_timestamp, batch, last_delta, &err);
+                        base_timestamp, batch, last_delta, NULL, &err);
     }
     self->busy = 0;
     PyBuffer_Release(&view);
@@ -1126,6 +1208,7 @@ static PyMethodDef builder_methods[] = {
     {"append", (PyCFunction)(void (*)(void))builder_append, METH_VARARGS | METH_KEYWORDS,
      append_doc},
     {"finish", (PyCFunction)builder_finish, METH_NOARGS, finish_doc},
+    {"cuts", (PyCFunction)builder_cuts, METH_VARARGS, cuts_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -6,12 +6,17 @@ KIP-87's tombstone bit) and the fields of the batch it came from, which compacti
 producer id and epoch, base sequence, transactional, control, delete horizon, the batch's
 offsets, magic and codec. Records of control batches are included (``is_control``).
 
-Memory is bounded: batches are read one at a time and a chunk is emitted every
-``chunk_records`` records or ``chunk_bytes`` bytes of keys, values and headers.
+Memory is bounded by records and by bytes: batches are read one at a time and a chunk is
+emitted every ``chunk_records`` records or ``chunk_bytes`` bytes of keys, values and headers. A
+batch too large for the chunk (millions of tiny records in one compressed batch, or in a v1
+wrapper) is checked whole first, storing nothing, then decoded a slice at a time: its records
+span chunks, and a corrupt one still yields none of them. What a batch holds at most is its
+decompressed payload (``ReadLimits.max_uncompressed_bytes``).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -200,16 +205,30 @@ def decode_segment(
         for batch in reader:
             try:
                 if batch.is_control:  # rare: checked on the reference decoder's records
-                    check_control_records(batch.records(limits.max_uncompressed_bytes))
+                    records = functools.partial(batch.records, limits.max_uncompressed_bytes)
+                    check_control_records(batch.records_count, records)
                 index = meta.add(batch)
-                builder.append(
-                    batch.payload(limits.max_uncompressed_bytes),
-                    batch.records_count,
-                    batch.base_offset,
-                    batch.base_timestamp,
-                    index,
-                    batch.last_offset - batch.base_offset,
-                )
+                payload = batch.payload(limits.max_uncompressed_bytes)
+                head = (batch.records_count, batch.base_offset, batch.base_timestamp)
+                delta = batch.last_offset - batch.base_offset
+                if (
+                    len(builder) + batch.records_count <= chunk_records
+                    and builder.nbytes + len(payload) <= chunk_bytes
+                ):
+                    builder.append(payload, *head, index, delta)
+                    continue
+                ends = builder.cuts(payload, *head, delta, chunk_records, chunk_bytes)
+                view, start, first = memoryview(payload), 0, 0
+                for end, last in np.frombuffer(ends, np.int64).reshape(-1, 2).tolist():
+                    if len(builder) and (
+                        len(builder) + last - first > chunk_records
+                        or builder.nbytes + end - start > chunk_bytes
+                    ):
+                        yield to_record_batch(builder.finish(), meta, topic, partition)
+                        meta = _BatchMeta()
+                        index = meta.add(batch)
+                    builder.append(view[start:end], last - first, *head[1:], index, delta)
+                    start, first = end, last
             except (MemoryError, OSError):
                 raise  # not the batch's fault
             except Exception as e:  # the batch's content, whatever raised on it

@@ -24,7 +24,7 @@ Magic 0 and 1 message sets are read by ``legacy`` into the same :class:`RecordBa
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from segcompact.errors import CorruptBatchError
@@ -110,14 +110,15 @@ class RecordBatch:
     producer_epoch: int = -1
     base_sequence: int = NO_SEQUENCE
     attributes: int = 0
-    # v2: the records section as stored (maybe compressed); legacy: the decoded records.
+    # v2: the records section as stored (maybe compressed); legacy: its records, decompressed
+    # and encoded as a v2 records section.
     _body: bytes = b""
-    _legacy: tuple[Record, ...] | None = field(default=None, repr=False)
+    _legacy: bytes | None = field(default=None, repr=False)
 
     def payload(self, max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> bytes:
         """The v2 records section, decompressed (never more than ``max_uncompressed`` bytes)."""
         if self._legacy is not None:
-            return encode_records(self._legacy, self.base_offset, self.base_timestamp)
+            return self._legacy
         if self.compression is Compression.NONE or not self._body:
             return self._body
         return codec_for(self.compression).decompress(self._body, max_uncompressed)
@@ -127,24 +128,28 @@ class RecordBatch:
 
         LogAppendTime batches report the batch's max timestamp for every record, as Kafka does.
         """
+        return list(self.iter_records(max_uncompressed))
+
+    def iter_records(self, max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> Iterator[Record]:
+        """:meth:`records` one at a time: a batch of millions holds one record object at once.
+        Corruption raises when reached, after the records before it."""
+        payload = self.payload(max_uncompressed)
+        log_append = self.timestamp_type is TimestampType.LOG_APPEND_TIME
         try:
-            if self._legacy is not None:
-                return list(self._legacy)
-            records = list(
-                iter_records(
-                    self.payload(max_uncompressed),
-                    self.records_count,
-                    self.base_offset,
-                    self.base_timestamp,
-                    self.last_offset - self.base_offset,
-                )
-            )
+            for r in iter_records(
+                payload,
+                self.records_count,
+                self.base_offset,
+                self.base_timestamp,
+                self.last_offset - self.base_offset,
+            ):
+                if log_append:
+                    r = Record(
+                        r.offset, self.max_timestamp, r.key, r.value, r.headers, r.attributes
+                    )
+                yield r
         except CorruptBatchError as e:
             raise e.located(position=self.position, base_offset=self.base_offset) from None
-        if self.timestamp_type is TimestampType.LOG_APPEND_TIME:
-            ts = self.max_timestamp
-            return [Record(r.offset, ts, r.key, r.value, r.headers, r.attributes) for r in records]
-        return records
 
 
 def parse_v2(entry: bytes, position: int) -> RecordBatch:

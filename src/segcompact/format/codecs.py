@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Iterator
 from typing import Protocol, cast
 
 import cramjam
@@ -45,15 +46,34 @@ def _too_big(name: str, limit: int) -> CorruptBatchError:
     )
 
 
+_GZIP = 16 + zlib.MAX_WBITS
+# A gzip member whose trailer claims more than this is inflated twice: once in steps to count
+# its bytes (within the limit), then into one buffer of that size. zlib's own growing buffer
+# would hold the output twice at its end (a batch of millions of tiny records: 82 MiB took
+# 192); the second inflate costs less than decoding the records.
+_GZIP_LARGE = 8 << 20
+
+
 class GzipCodec:
     compression = Compression.GZIP
 
     def compress(self, data: bytes) -> bytes:
-        c = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        c = zlib.compressobj(6, zlib.DEFLATED, _GZIP)
         return c.compress(data) + c.flush()
 
     def decompress(self, data: bytes | memoryview, limit: int) -> bytes:
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        claimed = int.from_bytes(bytes(data[-4:]), "little")  # ISIZE: the size mod 2^32
+        if len(data) < 18 or claimed <= _GZIP_LARGE:
+            return self._grow(data, limit)
+        size = self._count(data, limit)
+        try:
+            return zlib.decompress(data, _GZIP, size)
+        except zlib.error as e:  # not after the count; kept for the record
+            raise CorruptBatchError(f"gzip data is corrupt: {e}") from None
+
+    @staticmethod
+    def _grow(data: bytes | memoryview, limit: int) -> bytes:
+        d = zlib.decompressobj(_GZIP)
         try:
             out = d.decompress(data, limit + 1)
         except zlib.error as e:
@@ -63,6 +83,28 @@ class GzipCodec:
         if not d.eof:
             raise CorruptBatchError("gzip data is truncated")
         return out
+
+    @staticmethod
+    def _count(data: bytes | memoryview, limit: int) -> int:
+        """The bytes the member inflates to, in steps; raising as :meth:`_grow` does."""
+        d = zlib.decompressobj(_GZIP)
+        total = 0
+        try:
+            total += len(d.decompress(data, _CHUNK))
+            while not d.eof and d.unconsumed_tail and total <= limit:
+                total += len(d.decompress(d.unconsumed_tail, _CHUNK))
+            while not d.eof and total <= limit:  # input consumed; output may remain
+                more = d.decompress(b"", _CHUNK)
+                if not more:
+                    break
+                total += len(more)
+        except zlib.error as e:
+            raise CorruptBatchError(f"gzip data is corrupt: {e}") from None
+        if total > limit:
+            raise _too_big("gzip", limit)
+        if not d.eof:
+            raise CorruptBatchError("gzip data is truncated")
+        return total
 
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
@@ -169,16 +211,26 @@ class ZstdCodec:
                 raise _too_big("zstd", limit)
             if claimed >= 0:
                 return self._decompressor.decompress(data)
-            # No size in the frame header (Kafka's zstd-jni stream writes none): read in chunks.
-            reader = self._decompressor.stream_reader(data, read_across_frames=True)
-            out = bytearray()
-            while chunk := reader.read(_CHUNK):
-                out += chunk
-                if len(out) > limit:
-                    raise _too_big("zstd", limit)
-            return bytes(out)
+            # No size in the frame header (Kafka's zstd-jni stream writes none): counted in
+            # steps (within the limit), then inflated into a buffer of that size; gathering the
+            # steps would hold the output twice at the end (a batch of millions of tiny records).
+            size = sum(len(chunk) for chunk in self._chunks(data, limit))
+            if size:
+                out = self._decompressor.decompress(data, max_output_size=size)
+                if len(out) == size:
+                    return out
+            return b"".join(self._chunks(data, limit))  # several frames: decompress reads one
         except zstandard.ZstdError as e:
             raise CorruptBatchError(f"zstd data is corrupt: {e}") from None
+
+    def _chunks(self, data: bytes | memoryview, limit: int) -> Iterator[bytes]:
+        reader = self._decompressor.stream_reader(data, read_across_frames=True)
+        total = 0
+        while chunk := reader.read(_CHUNK):
+            total += len(chunk)
+            if total > limit:
+                raise _too_big("zstd", limit)
+            yield chunk
 
 
 CODECS: dict[Compression, Codec] = {

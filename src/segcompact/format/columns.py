@@ -23,6 +23,7 @@ import numpy as np
 
 from segcompact.errors import CorruptBatchError
 from segcompact.format.record import Record, encode_records, iter_records
+from segcompact.format.varint import decode_varint
 
 # The milliseconds an Arrow timestamp in microseconds (Spark's) holds either side of 1970: a
 # record beyond them cannot be stored, and both builders refuse it (``_crecords``' TS_MAX_MS).
@@ -56,7 +57,7 @@ class ColumnBuffers(NamedTuple):
 class ColumnBuilder(Protocol):
     def append(
         self,
-        payload: bytes,
+        payload: Buffer,
         count: int,
         base_offset: int,
         base_timestamp: int,
@@ -65,6 +66,24 @@ class ColumnBuilder(Protocol):
     ) -> None:
         """Decode ``count`` records (offset deltas rising within ``0..last_offset_delta``); on
         corrupt data raise and leave earlier appends intact."""
+        ...
+
+    def cuts(
+        self,
+        payload: Buffer,
+        count: int,
+        base_offset: int,
+        base_timestamp: int,
+        last_offset_delta: int,
+        records: int,
+        nbytes: int,
+    ) -> bytes:
+        """Check the batch's records as :meth:`append` would, storing none; then where to slice
+        the payload so that each slice holds at most ``records`` records and, unless it is one
+        record, fewer than ``nbytes`` bytes plus one record: for each slice, its end position
+        and the records up to it, as int64 pairs (little-endian). Slices appended one by one
+        give what one append of it all gives: a batch of millions of tiny records is decoded a
+        slice, and a chunk, at a time."""
         ...
 
     def __len__(self) -> int: ...
@@ -79,7 +98,9 @@ class ColumnBuilder(Protocol):
         ...
 
 
-class _Binary:
+class BinaryColumn:
+    """A binary column being built: int32 offsets, data, one validity byte per entry."""
+
     __slots__ = ("data", "offsets", "valid")
 
     def __init__(self) -> None:
@@ -96,6 +117,18 @@ class _Binary:
         self.offsets.append(len(self.data))
 
 
+def _beyond(ms: int) -> bool:
+    return not -MAX_TIMESTAMP_MS <= ms <= MAX_TIMESTAMP_MS
+
+
+def _check_timestamp(i: int, ms: int) -> None:
+    if _beyond(ms):
+        raise CorruptBatchError(
+            f"record {i}: timestamp {ms} ms is out of range (a timestamp in microseconds holds "
+            f"+-{MAX_TIMESTAMP_MS} ms)"
+        )
+
+
 class PyColumnBuilder:
     """The pure-Python column builder."""
 
@@ -107,11 +140,11 @@ class PyColumnBuilder:
         self._timestamp = array("q")
         self._attributes = bytearray()
         self._batch = array("i")
-        self._key = _Binary()
-        self._value = _Binary()
+        self._key = BinaryColumn()
+        self._value = BinaryColumn()
         self._header_offsets = array("i", [0])
-        self._hkey = _Binary()
-        self._hvalue = _Binary()
+        self._hkey = BinaryColumn()
+        self._hvalue = BinaryColumn()
 
     def __len__(self) -> int:
         return len(self._offset)
@@ -125,23 +158,51 @@ class PyColumnBuilder:
             + len(self._hvalue.data)
         )
 
+    def cuts(
+        self,
+        payload: Buffer,
+        count: int,
+        base_offset: int,
+        base_timestamp: int,
+        last_offset_delta: int,
+        records: int,
+        nbytes: int,
+    ) -> bytes:
+        if records < 1 or nbytes < 1:
+            raise ValueError("cuts: records and bytes must be positive")
+        payload = bytes(payload)
+        decoded = iter_records(payload, count, base_offset, base_timestamp, last_offset_delta)
+        # As append: every record decodes before any timestamp is checked.
+        beyond: tuple[int, int] | None = None
+        for i, r in enumerate(decoded):
+            if beyond is None and _beyond(r.timestamp):
+                beyond = i, r.timestamp
+        if beyond is not None:
+            _check_timestamp(*beyond)
+        out = array("q")
+        pos = start = first = 0
+        for i in range(count):
+            length, pos = decode_varint(payload, pos)
+            pos += length
+            if i + 1 - first >= records or pos - start >= nbytes or i + 1 == count:
+                out.extend((pos, i + 1))
+                first, start = i + 1, pos
+        return out.tobytes()
+
     def append(
         self,
-        payload: bytes,
+        payload: Buffer,
         count: int,
         base_offset: int,
         base_timestamp: int,
         batch: int,
         last_offset_delta: int,
     ) -> None:
+        payload = bytes(payload)  # a slice of a payload may come as a memoryview
         # Decode fully first, so a corrupt batch leaves the columns as they were.
         records = list(iter_records(payload, count, base_offset, base_timestamp, last_offset_delta))
         for i, r in enumerate(records):
-            if not -MAX_TIMESTAMP_MS <= r.timestamp <= MAX_TIMESTAMP_MS:
-                raise CorruptBatchError(
-                    f"record {i}: timestamp {r.timestamp} ms is out of range (a timestamp in "
-                    f"microseconds holds +-{MAX_TIMESTAMP_MS} ms)"
-                )
+            _check_timestamp(i, r.timestamp)
         for r in records:
             self._offset.append(r.offset)
             self._timestamp.append(r.timestamp)

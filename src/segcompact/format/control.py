@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from segcompact.errors import CorruptBatchError
 from segcompact.format.record import Record
@@ -54,13 +54,15 @@ def marker(offset: int, commit: bool, timestamp: int, coordinator_epoch: int = 0
     )
 
 
-def check_control_records(records: Sequence[Record]) -> None:
-    """:class:`CorruptBatchError` unless ``records`` are what a control batch holds: one end
-    transaction marker (none once Kafka's cleaner removed it). Anything else would be read as
-    an abort by a reader that takes every marker but a commit for one."""
-    if len(records) > 1:
-        raise CorruptBatchError(f"control batch holds {len(records)} records (one marker at most)")
-    for r in records:
+def check_control_records(count: int, records: Callable[[], Sequence[Record]]) -> None:
+    """:class:`CorruptBatchError` unless a control batch of ``count`` records (its header's)
+    holds what one does: one end transaction marker (none once Kafka's cleaner removed it).
+    Anything else would be read as an abort by a reader that takes every marker but a commit
+    for one. ``records`` decodes them, called only for a count of one or none: a control batch
+    claiming millions is refused before any is decoded."""
+    if count > 1:
+        raise CorruptBatchError(f"control batch holds {count} records (one marker at most)")
+    for r in records():
         if r.key not in (ABORT_KEY, COMMIT_KEY):
             key = "null" if r.key is None else r.key.hex() or "empty"
             raise CorruptBatchError(

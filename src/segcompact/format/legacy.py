@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import itertools
 import struct
+from array import array
+from collections.abc import Sequence
 
 from segcompact.errors import CorruptBatchError
 from segcompact.format.attributes import Compression, LegacyAttr, TimestampType
 from segcompact.format.batch import LOG_OVERHEAD, NO_TIMESTAMP, RecordBatch
 from segcompact.format.codecs import codec_for, fix_legacy_lz4_header
+from segcompact.format.columns import BinaryColumn, ColumnBuffers, encode_columns
 from segcompact.format.crc import crc32
-from segcompact.format.record import Record
+from segcompact.format.record import Record, encode_record
 
 # The fixed fields after LOG_OVERHEAD, by magic; the key's and the value's lengths follow.
 _HEADERS = {
@@ -81,38 +84,78 @@ class _Message:
         self.crc_valid = crc32(memoryview(entry)[_CRC_START:]) == self.crc
 
 
-def _inner_messages(wrapper: _Message, max_uncompressed: int) -> list[_Message]:
-    compression = Compression(wrapper.attributes & LegacyAttr.COMPRESSION)
-    data = wrapper.value or b""
-    if compression is Compression.LZ4 and wrapper.magic == 0:
-        data = fix_legacy_lz4_header(data)
-    inner = codec_for(compression).decompress(data, max_uncompressed)
-    messages = []
-    pos = 0
-    while pos < len(inner):
-        if pos + LOG_OVERHEAD.size > len(inner):
-            raise CorruptBatchError("inner message header runs past the decompressed data")
-        _, size = LOG_OVERHEAD.unpack_from(inner, pos)
-        end = pos + LOG_OVERHEAD.size + size
-        if size < _MIN_SIZE[0] or end > len(inner):
-            raise CorruptBatchError(f"inner message of {size} bytes runs past the data")
-        message = _Message(inner[pos:end])
-        if message.attributes & LegacyAttr.COMPRESSION:
-            raise CorruptBatchError("an inner message is itself compressed (nested compression)")
-        if message.magic != wrapper.magic:
-            raise CorruptBatchError(
-                f"inner message magic {message.magic} differs from its wrapper's {wrapper.magic}"
-            )
-        if not message.crc_valid:
-            raise CorruptBatchError(f"inner message at offset {message.offset} fails its CRC")
-        messages.append(message)
-        pos = end
-    if not messages:
-        raise CorruptBatchError("compressed wrapper message holds no inner messages")
-    return messages
+_NESTED = int(LegacyAttr.COMPRESSION)  # an int: IntFlag's & costs microseconds a message
 
 
-def _absolute(wrapper_offset: int, relative: list[int]) -> list[int]:
+class _Inner:
+    """A compressed wrapper's inner messages, read one at a time into columns (no object kept
+    per message) and encoded as v2 records at once by the C encoder."""
+
+    def __init__(self, wrapper: _Message, max_uncompressed: int) -> None:
+        compression = Compression(wrapper.attributes & LegacyAttr.COMPRESSION)
+        data = wrapper.value or b""
+        if compression is Compression.LZ4 and wrapper.magic == 0:
+            data = fix_legacy_lz4_header(data)
+        inner = codec_for(compression).decompress(data, max_uncompressed)
+        log_append = wrapper.magic == 1 and bool(wrapper.attributes & LegacyAttr.LOG_APPEND_TIME)
+        self.offsets = array("q")  # as written: absolute in v0, relative in v1
+        timestamps = array("q")
+        keys, values = BinaryColumn(), BinaryColumn()
+        pos = 0
+        while pos < len(inner):
+            if pos + LOG_OVERHEAD.size > len(inner):
+                raise CorruptBatchError("inner message header runs past the decompressed data")
+            _, size = LOG_OVERHEAD.unpack_from(inner, pos)
+            end = pos + LOG_OVERHEAD.size + size
+            if size < _MIN_SIZE[0] or end > len(inner):
+                raise CorruptBatchError(f"inner message of {size} bytes runs past the data")
+            m = _Message(inner[pos:end])
+            if m.attributes & _NESTED:
+                raise CorruptBatchError(
+                    "an inner message is itself compressed (nested compression)"
+                )
+            if m.magic != wrapper.magic:
+                raise CorruptBatchError(
+                    f"inner message magic {m.magic} differs from its wrapper's {wrapper.magic}"
+                )
+            if not m.crc_valid:
+                raise CorruptBatchError(f"inner message at offset {m.offset} fails its CRC")
+            self.offsets.append(m.offset)
+            timestamps.append(wrapper.timestamp if log_append else m.timestamp)
+            keys.add(m.key)
+            values.add(m.value)
+            pos = end
+        if not self.offsets:
+            raise CorruptBatchError("compressed wrapper message holds no inner messages")
+        n = len(self.offsets)
+        self.first_timestamp, self.max_timestamp = timestamps[0], max(timestamps)
+        columns = ColumnBuffers(
+            records=n,
+            offset=self.offsets.tobytes(),
+            timestamp=timestamps.tobytes(),
+            attributes=bytes(n),
+            batch=b"",
+            key_offsets=keys.offsets.tobytes(),
+            key_data=memoryview(keys.data),
+            key_valid=memoryview(keys.valid),
+            value_offsets=values.offsets.tobytes(),
+            value_data=memoryview(values.data),
+            value_valid=memoryview(values.valid),
+            header_offsets=bytes(4 * (n + 1)),
+            header_count=0,
+            hkey_offsets=bytes(4),
+            hkey_data=b"",
+            hvalue_offsets=bytes(4),
+            hvalue_data=b"",
+            hvalue_valid=b"",
+        )
+        try:  # v2 records, relative to the first offset and timestamp
+            self.payload = encode_columns(columns, 0, n, self.offsets[0], self.first_timestamp)
+        except ValueError as e:  # a delta no v2 record holds: offsets 2^31 apart
+            raise CorruptBatchError(f"inner messages: {e}") from None
+
+
+def _absolute(wrapper_offset: int, relative: Sequence[int]) -> list[int]:
     """A v1 compressed set's inner offsets made absolute: the wrapper carries the last one.
 
     Kafka's rule (``AbstractLegacyRecordBatch``): a wrapper offset of 0 (some librdkafka
@@ -150,10 +193,13 @@ def parse_legacy(entry: bytes, position: int, max_uncompressed: int) -> RecordBa
         else:
             ts_type = TimestampType.LOG_APPEND_TIME if log_append else TimestampType.CREATE_TIME
         if compression is Compression.NONE:
-            records = [Record(wrapper.offset, wrapper.timestamp, wrapper.key, wrapper.value)]
+            record = Record(wrapper.offset, wrapper.timestamp, wrapper.key, wrapper.value)
+            first = last = wrapper.offset
+            first_ts = max_ts = wrapper.timestamp
+            count, payload = 1, encode_record(record, first, first_ts)
         else:
-            inner = _inner_messages(wrapper, max_uncompressed)
-            offsets = [m.offset for m in inner]  # v0's are absolute
+            inner = _Inner(wrapper, max_uncompressed)
+            offsets: Sequence[int] = inner.offsets  # v0's are absolute
             if wrapper.magic == 1 and wrapper.offset != 0:
                 offsets = _absolute(wrapper.offset, offsets)
             for before, after in itertools.pairwise(offsets):
@@ -161,25 +207,24 @@ def parse_legacy(entry: bytes, position: int, max_uncompressed: int) -> RecordBa
                     raise CorruptBatchError(
                         f"inner offset {after} is not above the one before it ({before})"
                     )
-            records = [
-                Record(o, wrapper.timestamp if log_append else m.timestamp, m.key, m.value)
-                for o, m in zip(offsets, inner, strict=True)
-            ]
+            first, last = offsets[0], offsets[-1]
+            first_ts, max_ts = inner.first_timestamp, inner.max_timestamp
+            count, payload = len(offsets), inner.payload
     except CorruptBatchError as e:
         raise e.located(position=position, base_offset=LOG_OVERHEAD.unpack_from(entry)[0]) from None
     return RecordBatch(
         position=position,
-        base_offset=records[0].offset,
-        last_offset=max(wrapper.offset, records[-1].offset),
+        base_offset=first,
+        last_offset=max(wrapper.offset, last),
         magic=wrapper.magic,
         crc=wrapper.crc,
         crc_valid=wrapper.crc_valid,
         compression=compression,
         timestamp_type=ts_type,
-        base_timestamp=records[0].timestamp,
-        max_timestamp=max(r.timestamp for r in records),
-        records_count=len(records),
+        base_timestamp=first_ts,
+        max_timestamp=max_ts,
+        records_count=count,
         size=len(entry),
         attributes=wrapper.attributes,
-        _legacy=tuple(records),
+        _legacy=payload,
     )

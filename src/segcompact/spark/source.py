@@ -26,7 +26,8 @@ Options (names are case-insensitive, as for every Spark source):
   Deleting the manifest of a query whose checkpoint is kept is detected and refused.
 - ``maxSegmentsPerTrigger``: at most this many segments per micro-batch (``ReadMaxFiles``).
 - ``chunkRecords`` [65536], ``chunkBytes`` [33554432]: the size of the Arrow batches a segment
-  is decoded into (bounded memory per task).
+  is decoded into (bounded memory per task), however many records one Kafka batch holds; with
+  ``compaction``, a round of the reduction takes at most 256 chunks of records.
 - ``maxPartitionBytes`` [134217728]: small segments of a micro-batch share a Spark task up to
   this many bytes; a larger segment has a task of its own.
 - ``maxReducedBytes`` [1073741824]: with ``compaction``, a partition's consecutive segments of
@@ -340,8 +341,13 @@ def read_segments(
         # buffer is 128 MiB of 24-byte entries): the fronts' rows are held while they take up
         # to a quarter of it (and the rows held, up to three eighths), else the segments are
         # read twice.
-        budget = 8 * chunk_bytes
-        reducer = SegmentReducer(rankings.for_topic(parts[0].file.topic), budget_bytes=budget)
+        # A round takes at most 256 chunks of records (16 M by default: a flag each on the
+        # fronts), however tiny they are.
+        reducer = SegmentReducer(
+            rankings.for_topic(parts[0].file.topic),
+            budget_bytes=8 * chunk_bytes,
+            budget_records=256 * chunk_records,
+        )
 
     def open_reader(part: ManifestEntry) -> SegmentReader:
         fs, path = storage.resolve(part.file.path)
