@@ -54,7 +54,9 @@ def reset(config: CompactorConfig) -> Path:
         path = _local(location)
         for child in path.iterdir() if path is not None and path.exists() else ():
             if child.name != LEASE_DIR:
-                shutil.rmtree(child) if child.is_dir() else child.unlink()
+                # A published partition is a link to its version directory: the link goes.
+                is_tree = child.is_dir() and not child.is_symlink()
+                shutil.rmtree(child) if is_tree else child.unlink()
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
