@@ -49,10 +49,9 @@ _PATH = re.compile(
 
 def cli_commands() -> set[str]:
     """The subcommands ``segcompact`` accepts, from its argparse parser."""
-    actions = build_parser()._subparsers._group_actions  # type: ignore[union-attr]
     return {
         name
-        for action in actions
+        for action in build_parser()._actions
         if isinstance(action, argparse._SubParsersAction)
         for name in action.choices
     }
