@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: setup demo test chaos fuzz fuzzers bench bench-readonly bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory bench-partitions bench-scaling soak golden clean java chromium minio crds bundle-schema
+.PHONY: setup demo test chaos fuzz fuzzers bench bench-readonly bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory bench-partitions bench-skew bench-scaling soak golden clean java chromium minio crds bundle-schema
 
 setup: java $(BIN)/.installed $(DELTA_JARS) $(S3_JARS)
 
@@ -174,6 +174,12 @@ bench-memory: setup
 bench-partitions: setup $(KAFKA_JARS)
 	$(BIN)/python -m tests.benchmarks.partitions --partitions 16 --partitions 1024 \
 	  --partitions 4096 --partitions 16384 --cleaner-up-to 1024
+
+# Bad input at scale: a partition of 100,000 segments beside 16 others, and one of 600,000
+# records beside 4,000 tiny ones; one run --once each, every partition checked, and the others
+# alone beside it.
+bench-skew: setup
+	$(BIN)/python -m tests.benchmarks.skew
 
 # One log through run --once on a Spark standalone cluster of one, then two, single-core executors.
 bench-scaling: setup

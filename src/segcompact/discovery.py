@@ -128,6 +128,21 @@ def discover(
     return found
 
 
+def by_turns(segments: Iterable[SegmentFile]) -> list[SegmentFile]:
+    """``segments`` (sorted) taken a partition at a time in turn: the first of every partition,
+    then the second of each, and so on; each partition's own order kept.
+
+    The order the manifest appends new segments in, so that a micro-batch bounded by
+    ``max_segments_per_batch`` takes from every partition with new segments: a partition with a
+    backlog of 100,000 segments does not hold the others back for a thousand batches.
+    """
+    queues: dict[tuple[str, int], list[SegmentFile]] = {}
+    for s in segments:
+        queues.setdefault((s.topic, s.partition), []).append(s)
+    depth = max((len(q) for q in queues.values()), default=0)
+    return [q[i] for i in range(depth) for q in queues.values() if i < len(q)]
+
+
 def skipped_directories(roots: Iterable[str], storage: Storage) -> list[Skipped]:
     """The directories under ``roots`` that discovery skips, and a root it cannot list, each
     with why: what ``status`` names."""

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from segcompact.discovery import SegmentFile, discover
+from segcompact.discovery import SegmentFile, by_turns, discover
 from segcompact.errors import SourceError
 from segcompact.storage import FileSystem, Storage
 
@@ -196,14 +196,15 @@ class Manifest:
         return seq
 
     def append(self, segments: Iterable[SegmentFile]) -> list[ManifestEntry]:
-        """Add the segments not yet in the manifest, in the given order, as one new file.
+        """Add the segments not yet in the manifest as one new file, a partition at a time in
+        turn (:func:`~segcompact.discovery.by_turns`), each partition's in the given order.
 
         Returns the entries added (empty when nothing was new; no file is written then).
         """
         candidates = list(segments)
         for _ in range(_APPEND_ATTEMPTS):
             self.refresh()
-            new = [s for s in dict.fromkeys(candidates) if s.path not in self._paths]
+            new = by_turns(s for s in dict.fromkeys(candidates) if s.path not in self._paths)
             if not new:
                 return []
             first = len(self._entries) + 1

@@ -173,13 +173,14 @@ def _last_line(path: Path) -> str:
 # --- Checking --------------------------------------------------------------------------------
 
 
-def check(log: SmallPartitions, config_path: Path, rolled: int) -> dict[str, Any]:
+def check(logs: Sequence[SmallPartitions], config_path: Path, rolled: int) -> dict[str, Any]:
     """segcompact's published output against the reference model of the first ``rolled``
-    segments of every partition."""
+    segments of every partition of ``logs``."""
     config = load_config(config_path)
     records = [
         r
-        for p in range(log.partitions)
+        for log in logs
+        for p in log.numbers
         for path in segment_logs(log.directory(p))[:rolled]
         for r in read_log_records(LocalInputFile(path), log.topic, p)
     ]
@@ -187,7 +188,7 @@ def check(log: SmallPartitions, config_path: Path, rolled: int) -> dict[str, Any
     got = output_records(config)
     differ = sorted(tp for tp in want.keys() | got.keys() if want.get(tp) != got.get(tp))
     return {
-        "ok": not differ and len(got) == log.partitions,
+        "ok": not differ and len(got) == sum(log.partitions for log in logs),
         "partitions": len(got),
         "kept_records": sum(len(rs) for rs in got.values()),
         "tombstones": sum(r[2] is None for rs in got.values() for r in rs),
@@ -235,7 +236,7 @@ def kafka_cleaner(log: SmallPartitions, work: Path, timeout_s: float) -> KafkaRu
 
 
 def describe(log: SmallPartitions) -> dict[str, Any]:
-    logs = [p for d in range(log.partitions) for p in segment_logs(log.directory(d))]
+    logs = [p for d in log.numbers for p in segment_logs(log.directory(d))]
     return {
         "partitions": log.partitions,
         "records_per_segment": log.records,
@@ -271,7 +272,7 @@ def run_size(
         out["steps"][name] = measured(argv, work / name, job, spark_conf_dir, args.run_timeout_s)
 
     step("first", ["run", "--once"])
-    out["check"]["first"] = check(log, config, ROLLED)
+    out["check"]["first"] = check([log], config, ROLLED)
     if cleaner:
         print("    Kafka's cleaner on the same segments")
         kafka = kafka_cleaner(log, work / "kafka", args.clean_timeout_s)
@@ -279,7 +280,7 @@ def run_size(
     log.roll(ROLLED)
     print(f"    a new segment in each of {log.partitions:,} partitions")
     step("steady", ["run", "--once"])
-    out["check"]["steady"] = check(log, config, ROLLED + 1)
+    out["check"]["steady"] = check([log], config, ROLLED + 1)
     if commands:
         for name, command in COMMANDS.items():
             step(name, command)

@@ -40,13 +40,19 @@ class SmallPartitions:
     keys: int  # per partition
     tombstones: float  # share of null values
     seed: int
+    first: int = 0  # the first partition's number: two shapes can share a topic
+
+    @property
+    def numbers(self) -> range:
+        """The partitions' numbers."""
+        return range(self.first, self.first + self.partitions)
 
     def directory(self, partition: int) -> Path:
         return self.root / f"{self.topic}-{partition}"
 
     def write(self, rolled: int) -> None:
         """``rolled`` segments in every partition, then an empty active one."""
-        for p in range(self.partitions):
+        for p in self.numbers:
             self.directory(p).mkdir(parents=True)
             for segment in range(rolled):
                 self._segment(p, segment)
@@ -55,7 +61,7 @@ class SmallPartitions:
     def roll(self, rolled: int) -> None:
         """Every partition's active segment (after ``rolled`` rolled ones) filled, and a new
         empty active segment after it."""
-        for p in range(self.partitions):
+        for p in self.numbers:
             for suffix in SUFFIXES:  # the empty active segment, written again full
                 (self.directory(p) / segment_name(rolled * self.records, suffix)).unlink()
             self._segment(p, rolled)

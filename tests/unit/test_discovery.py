@@ -9,8 +9,16 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from segcompact.discovery import SegmentFile, discover, parse_segment_name, skipped_directories
+from segcompact.discovery import (
+    SegmentFile,
+    by_turns,
+    discover,
+    parse_segment_name,
+    skipped_directories,
+)
 from segcompact.errors import ConfigError, SourceError
 from segcompact.manifest import Manifest, manifest_id_of, offset_of, seq_of
 from segcompact.storage import LocalFileSystem, Storage
@@ -439,3 +447,41 @@ def test_offsets_round_trip() -> None:
     offset = json.loads(json.dumps(offset_of(7, "abc")))
     assert (seq_of(offset), manifest_id_of(offset)) == (7, "abc")
     assert manifest_id_of(offset_of(0)) is None
+
+
+@given(st.lists(st.integers(0, 40), min_size=0, max_size=12))
+def test_partitions_take_turns_in_the_manifest(backlogs: list[int]) -> None:
+    """Partition ``p`` has ``backlogs[p]`` new segments: every prefix of the order (what a
+    micro-batch bounded by a segment count takes) holds as many of each partition as it has,
+    up to one more than any other; each partition's own order is kept."""
+    found = [
+        SegmentFile("t", p, base, f"/in/t-{p}/{base:020d}.log", 10)
+        for p, n in enumerate(backlogs)
+        for base in range(n)
+    ]
+    order = by_turns(found)
+    assert sorted(order, key=lambda s: s.sort_key) == found
+    taken = [0] * len(backlogs)
+    for s in order:
+        assert s.base_offset == taken[s.partition]  # the partition's next, in order
+        taken[s.partition] += 1
+        waiting = [t for p, t in enumerate(taken) if t < backlogs[p]]
+        assert all(taken[s.partition] <= t + 1 for t in waiting)
+
+
+def test_a_manifest_appends_new_segments_a_partition_at_a_time(tmp_path: Path) -> None:
+    root = tmp_path / "in"
+    for name, bases in (("big-0", range(5)), ("small-0", [0]), ("small-1", [0, 7])):
+        (root / name).mkdir(parents=True)
+        for base in bases:
+            (root / name / f"{base:020d}.log").write_bytes(b"x")
+    manifest = Manifest(str(tmp_path / "manifest"), Storage())
+    added = manifest.discover([str(root)], rolled_only=False)
+    assert [(e.file.topic, e.file.partition, e.file.base_offset) for e in added[:5]] == [
+        ("big", 0, 0),
+        ("small", 0, 0),
+        ("small", 1, 0),
+        ("big", 0, 1),
+        ("small", 1, 7),
+    ]
+    assert [e.seq for e in added] == list(range(1, 9))

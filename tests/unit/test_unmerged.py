@@ -104,8 +104,15 @@ def test_segments_a_committed_batch_read_are_merged_but_a_damaged_ones_rest(
     root, config = job
     manifest = Manifest(manifest_dir(config), config.storage)
     manifest.append(discover(config.source.paths, rolled_only=False, storage=config.storage))
-    assert [e.file.topic for e in manifest.entries()] == ["gdpr"] * 4 + ["plain"]
-    _commit(config, 4, manifest.id)  # gdpr-0's three and gdpr-1's
+    # A partition at a time in turn: gdpr-0's first, gdpr-1's, plain-0's, then gdpr-0's others.
+    assert [(e.file.topic, e.file.partition) for e in manifest.entries()] == [
+        ("gdpr", 0),
+        ("gdpr", 1),
+        ("plain", 0),
+        ("gdpr", 0),
+        ("gdpr", 0),
+    ]
+    _commit(config, 5, manifest.id)  # every segment
     damaged = str(root / "gdpr-1" / f"{0:020d}.log")
     reasons = {
         ("gdpr", 1): f"{damaged}: corrupt batch at position 0, base offset 0: CRC mismatch",

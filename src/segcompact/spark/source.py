@@ -619,7 +619,9 @@ class KafkaSegmentsStreamReader(DataSourceStreamReader, SupportsTriggerAvailable
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[SegmentTask]:
         entries = self.manifest.between(self.manifest.check(start), self.manifest.check(end))
-        return self.options.tasks(entries)
+        # The manifest takes partitions in turn; a batch reads each partition's segments
+        # together, in rising offsets, to reduce them as one log.
+        return self.options.tasks(sorted(entries, key=lambda e: e.file.sort_key))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_task(partition, self.options)
