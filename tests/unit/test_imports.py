@@ -215,6 +215,17 @@ def test_no_import_cycle() -> None:
     assert _cycles(_graph()) == []
 
 
+def test_the_product_imports_nothing_from_tests() -> None:
+    """The reference model and the other tests' helpers live in tests/: ``make demo`` and an
+    installed package run without them."""
+    found = {
+        name: _imported(ast.parse(path.read_text()), ["tests"])
+        for name, path in _modules().items()
+        if path.suffix == ".py"
+    }
+    assert {name: lines for name, lines in found.items() if lines} == {}
+
+
 def test_the_checks_see_imports_anywhere_and_cycles() -> None:
     code = (
         "from typing import TYPE_CHECKING\n"
@@ -227,6 +238,7 @@ def test_the_checks_see_imports_anywhere_and_cycles() -> None:
     )
     known = ["segcompact.format.varint", "segcompact.spark", "segcompact.spark.tables"]
     known += ["segcompact.cli", "segcompact.demo"]
+    assert _imported(ast.parse("import tests.support.model\n"), ["tests"]) == [("tests", 1)]
     found = _imported(ast.parse(code), known)
     assert found == [
         ("segcompact.format.varint", 2),
