@@ -34,7 +34,7 @@ _LEFTOVERS = {
 # A segment's files, as ``LogFileUtils`` names them (``writer.segment_name`` writes them):
 # ``.log``, ``.index``, ``.timeindex``, and the ``.log.cleaned`` and such of Kafka's cleaner.
 _SEGMENT_FILE = re.compile(r"(?P<base>[0-9]{20})(?P<suffix>\.[a-z.]+)")
-MAX_OFFSET = 0x7FFFFFFFFFFFFFFF
+MAX_OFFSET = (1 << 63) - 1  # a long: the offsets Kafka writes
 # KRaft's metadata log sits in a broker's log dir like a partition but is not a topic.
 _INTERNAL_LOGS = frozenset({"__cluster_metadata"})
 
