@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: setup demo test chaos fuzz fuzzers lint bench bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory bench-partitions bench-scaling soak golden clean java chromium minio crds bundle-schema
+.PHONY: setup demo test chaos fuzz fuzzers bench bench-readonly bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory bench-partitions bench-scaling soak golden clean java chromium minio crds bundle-schema
 
 setup: java $(BIN)/.installed $(DELTA_JARS) $(S3_JARS)
 

@@ -26,9 +26,9 @@ REPO = SRC.parent
 # module gives its floor (``segcompact.erasure`` is on rules, its ``scan`` on stores). A module
 # no name covers fails the test below until it is given a floor.
 FLOORS: tuple[tuple[str, frozenset[str]], ...] = (
-    # Words every floor uses: the root error, the clock, how times and sizes read.
+    # Foundations every floor uses: the root error, the clock, how times and sizes read.
     (
-        "words",
+        "foundations",
         frozenset(
             {"segcompact.errors", "segcompact.clock", "segcompact.humanize", "segcompact.timing"}
         ),

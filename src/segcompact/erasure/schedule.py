@@ -1,6 +1,6 @@
 """When erasure work is due, and whether a deletion met its deadline. Pure: no Spark, no I/O.
 
-The timeline of one deletion appended at A under an SLA of S (the README states it):
+The timeline of one deletion appended at A under an SLA of S (docs/deletion-sla.md states it):
 
 - it is merged at the next micro-batch (``[stream] trigger_interval``, at most S/4);
 - erasure is due at A + S/4 (:data:`LEAD`): late enough that one round serves every change
