@@ -73,8 +73,8 @@ def _load(path: str, *, writes: bool = False) -> CompactorConfig:
     config = load_config(path)
     config.check_storage()
     if writes:
+        from segcompact.config.sla import smallest_sla_ms
         from segcompact.erasure.keyhash import ledger_secret
-        from segcompact.erasure.schedule import smallest_sla_ms
 
         if smallest_sla_ms(config) is not None:
             ledger_secret(config.state.ledger_secret_file)

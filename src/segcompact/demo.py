@@ -85,8 +85,8 @@ def run_demo(
     config = load_config(config_path)
     if workdir is not None:
         config = config.with_base_dir(Path(workdir).resolve())
+    from segcompact.config.sla import smallest_sla_ms
     from segcompact.erasure.keyhash import SECRET_VARIABLE, ledger_secret, write_secret_file
-    from segcompact.erasure.schedule import smallest_sla_ms
 
     if smallest_sla_ms(config) is not None:  # before anything else is written or started
         secret_file = config.state.ledger_secret_file

@@ -10,15 +10,12 @@ which and why. No Spark.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from segcompact.errors import ConfigError
-from segcompact.format.logdir import parse_partition_dir, why_not_partition_dir
+from segcompact.format.logdir import parse_partition_dir, parse_segment_file, why_not_partition_dir
 from segcompact.storage import FileInfo, FileSystem, Storage
-
-_SEGMENT_FILE = re.compile(r"^(?P<base>[0-9]{20})\.log$")
 
 log = logging.getLogger(__name__)
 
@@ -74,12 +71,6 @@ def source_topics(roots: Iterable[str], storage: Storage) -> set[str]:
     return topics
 
 
-def parse_segment_name(name: str) -> int | None:
-    """The base offset of ``<20 digits>.log``; None for any other file name."""
-    m = _SEGMENT_FILE.match(name)
-    return int(m["base"]) if m else None
-
-
 def discover(
     roots: Iterable[str],
     *,
@@ -114,10 +105,11 @@ def discover(
                 unlisted(topic, partition, entry.path, e)
                 continue
             segments = [
-                SegmentFile(topic, partition, base, f.path, f.size)
+                SegmentFile(topic, partition, named[0], f.path, f.size)
                 for f in files
                 if not f.is_dir
-                and (base := parse_segment_name(f.name)) is not None
+                and (named := parse_segment_file(f.name)) is not None
+                and named[1] == ".log"
                 and _inside(fs, f.path, root)
             ]
             if rolled_only and segments:

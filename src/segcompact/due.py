@@ -25,8 +25,9 @@ from typing import Any
 
 from segcompact.compaction.triggers import decision
 from segcompact.config import CompactorConfig
+from segcompact.config.sla import smallest_sla_ms
 from segcompact.erasure.ledger_reads import DELETE, ROUND, read_rows
-from segcompact.erasure.schedule import erasure_due, smallest_sla_ms
+from segcompact.erasure.schedule import erasure_due
 from segcompact.table_sql import DeltaSql, TableSql
 
 log = logging.getLogger(__name__)

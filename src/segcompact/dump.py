@@ -14,8 +14,9 @@ from segcompact.format.attributes import TimestampType
 from segcompact.format.batch import RecordBatch
 from segcompact.format.control import VALUE, control_type
 from segcompact.format.index import read_offset_index, read_time_index
+from segcompact.format.logdir import parse_segment_file
 from segcompact.format.record import Record
-from segcompact.format.segment import SegmentReader, base_offset_of
+from segcompact.format.segment import SegmentReader
 from segcompact.storage import LocalInputFile
 
 
@@ -135,11 +136,11 @@ def _text_record(batch: RecordBatch, record: Record, print_data: bool) -> str:
     return line
 
 
-def _log_lines(path: str, deep: bool, print_data: bool, as_json: bool) -> Iterator[str]:
+def _log_lines(path: str, base: int, deep: bool, print_data: bool, as_json: bool) -> Iterator[str]:
     """The text to print, in pieces: a batch's JSON line is written a record at a time, so that
     memory holds one record, not a batch of millions of them (nor a file of them)."""
     if not as_json:
-        yield f"Log starting offset: {base_offset_of(path)}\n"
+        yield f"Log starting offset: {base}\n"
     for batch in SegmentReader(LocalInputFile(path), verify_crc=False):
         if deep:
             for _ in batch.iter_records():  # a corrupt batch stops the file before its line
@@ -159,17 +160,17 @@ def _log_lines(path: str, deep: bool, print_data: bool, as_json: bool) -> Iterat
             yield from (_text_record(batch, r, print_data) + "\n" for r in records)
 
 
-def _index_lines(path: str, sanity_only: bool, as_json: bool) -> Iterator[str]:
-    base = base_offset_of(path)
+def _index_lines(
+    path: str, base: int, time_index: bool, sanity_only: bool, as_json: bool
+) -> Iterator[str]:
     with open(path, "rb") as f:
         data = f.read()
-    time_index = path.endswith(".timeindex")
     entries = read_time_index(data, base) if time_index else read_offset_index(data, base)
     if not as_json and not entries and not time_index:
         yield f"{path} is empty."
         return
     if sanity_only:
-        check_index(path, entries, time_index)
+        check_index(path, base, entries, time_index)
         if not as_json:
             yield f"{path} passed sanity check."
         return
@@ -188,10 +189,9 @@ def _index_lines(path: str, sanity_only: bool, as_json: bool) -> Iterator[str]:
             )
 
 
-def check_index(path: str, entries: list[tuple[int, int]], time_index: bool) -> None:
+def check_index(path: str, base: int, entries: list[tuple[int, int]], time_index: bool) -> None:
     """Kafka's index sanity check: entries rising (an offset index's offsets and positions, a
-    time index's timestamps and offsets), none below the segment's base offset."""
-    base = base_offset_of(path)
+    time index's timestamps and offsets), none below the segment's base offset ``base``."""
     for i in range(1, len(entries)):
         if entries[i][0] <= entries[i - 1][0] and not time_index:
             raise CorruptBatchError(
@@ -227,6 +227,7 @@ def dump(
     A corrupt batch stops that file after the good batches were printed, by raising
     :class:`~segcompact.errors.CorruptBatchError` naming file, position and reason.
     """
+    named = {}
     for path in paths:  # every name checked before anything is printed
         if os.path.isdir(path):
             raise UsageError(f"{path}: is a directory (name the segment or index files in it)")
@@ -236,14 +237,22 @@ def dump(
                 if not os.path.exists(path)
                 else f"{path}: not a regular file"
             )
-        if not path.endswith((".log", ".index", ".timeindex")):
-            raise UsageError(f"{path}: not a .log, .index or .timeindex file")
+        parsed = parse_segment_file(path)
+        if parsed is None or parsed[1] not in (".log", ".index", ".timeindex"):
+            raise UsageError(
+                f"{path}: not a segment's .log, .index or .timeindex file "
+                "(<20-digit base offset>.log, as Kafka names them)"
+            )
+        named[path] = parsed
     for path in paths:
         if not as_json:
             print(f"Dumping {path}", file=out)
-        if path.endswith(".log"):
-            lines = _log_lines(path, deep or print_data, print_data, as_json)
+        base, suffix = named[path]
+        if suffix == ".log":
+            lines = _log_lines(path, base, deep or print_data, print_data, as_json)
         else:
-            lines = (line + "\n" for line in _index_lines(path, index_sanity, as_json))
+            time_index = suffix == ".timeindex"
+            indexed = _index_lines(path, base, time_index, index_sanity, as_json)
+            lines = (line + "\n" for line in indexed)
         for piece in lines:
             out.write(piece)

@@ -5,7 +5,8 @@ process, no JVM) wherever it can open every table named, else by Spark.
 streams them in a fraction of a second where Spark's start alone takes ten. delta-rs cannot open
 a catalog table by name, a store it is not given (``hdfs://``, ``abfss://`` here) or a protocol
 it does not read: :meth:`DeltaSql.open` says so with None, and the command asks Spark instead.
-Both engines run the same query text: only identifiers are quoted differently.
+Both engines run the same query text: only identifiers are quoted differently. How Spark
+names a table's path (:func:`qualify`) is here too, for these reads and ``spark.tables``' writes.
 """
 
 from __future__ import annotations
@@ -86,8 +87,6 @@ class SparkSql:
     """Spark SQL over the tables (catalog names or paths), as temporary views."""
 
     def __init__(self, spark: SparkSession, views: Mapping[str, str]) -> None:
-        from segcompact.spark.tables import qualify
-
         self.spark = spark
         for name, location in views.items():
             if is_table_name(location):
@@ -102,6 +101,19 @@ class SparkSql:
 
     def query(self, sql: str) -> pa.Table:
         return self.spark.sql(sql).toArrow()
+
+
+def qualify(spark: SparkSession, path: str) -> str:
+    """``path`` made absolute on its file system, as Hadoop resolves it.
+
+    Delta reads a relative location as a table identifier; a relative path means the working
+    directory locally and the user's home directory on HDFS, which only Hadoop knows.
+    """
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return str(fs.makeQualified(hadoop_path).toString())
 
 
 def open_sql(

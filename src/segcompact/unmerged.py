@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable
 from segcompact.backlog import QueryLog, manifest_dir, query_dir
 from segcompact.compaction.output import OUTPUT_NOT_WRITTEN
 from segcompact.config import CompactorConfig
+from segcompact.config.sla import smallest_sla_ms
 from segcompact.discovery import SegmentFile, discover
-from segcompact.erasure.schedule import smallest_sla_ms
 from segcompact.erasure.unread import ANY_PARTITION, ANY_TOPIC, Unread, UnreadPartition, judge
 from segcompact.errors import SegcompactError
 from segcompact.format.segment import FIRST_BATCH_HEAD, first_append_ms

@@ -55,7 +55,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from segcompact.format.segment import base_offset_of
+from segcompact.format.logdir import parse_segment_file
 from tests.benchmarks import options
 from tests.benchmarks.measure import run_once
 from tests.interop.compacted import (
@@ -296,7 +296,7 @@ def run_kafka(args: argparse.Namespace, work: Path, segment_bytes: int) -> Kafka
         for p in range(args.partitions):
             src = broker.partition_dir(TOPIC, p)
             copy_partition(src, raw / src.name)
-            active_base[src.name] = base_offset_of(str(segment_logs(src)[-1]))
+            active_base[src.name] = parse_segment_file(str(segment_logs(src)[-1]))[0]
         since = broker.log_file.stat().st_size
         if parse_cleaner_stats(broker.log_file.read_text(errors="replace")) or any(
             t == TOPIC for t, _ in cleaner_checkpoint(broker.log_dir)
@@ -396,7 +396,7 @@ def compare(kafka: KafkaRun, output: Path) -> dict[str, Any]:
     partitions: dict[str, Any] = {}
     for log, active in sorted(kafka.active_base.items()):
         logs = segment_logs(kafka.cleaned / log)
-        if base_offset_of(str(logs[-1])) != active:
+        if parse_segment_file(str(logs[-1]))[0] != active:
             raise AssertionError(f"{log}: the active segment moved: {logs[-1]}")
         theirs = data_records(logs[:-1])
         ours = data_records(segment_logs(Path(os.path.realpath(output / log))))

@@ -31,7 +31,7 @@ import crc32c
 import pyarrow as pa
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from segcompact.compaction.output import DEFAULT_BATCH_BYTES, ROWS, write_partition
+from segcompact.compaction.output import DEFAULT_BATCH_BYTES, ROWS
 from segcompact.format.arrow import decode_segment
 from segcompact.format.attributes import Compression
 from segcompact.format.codecs import codec_for
@@ -39,6 +39,7 @@ from segcompact.format.columns import encode_columns
 from segcompact.format.segment import SegmentReader
 from segcompact.storage import LocalInputFile, LocalOutputDirectory
 from tests.benchmarks import decode, options
+from tests.support.output import write_partition
 
 # kafka-python's compression type ids are Kafka's codec ids.
 KAFKA_PYTHON_CODEC = {c: int(c) for c in Compression}

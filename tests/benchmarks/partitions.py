@@ -44,9 +44,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from segcompact.compaction.model import read_log_records
 from segcompact.config import load_config
-from segcompact.format.segment import base_offset_of
+from segcompact.format.logdir import parse_segment_file
 from segcompact.lease import LEASE_DIR
 from segcompact.storage import LocalInputFile
 from tests.benchmarks import options
@@ -59,6 +58,7 @@ from tests.support import config as support_config
 from tests.support.jvm import kafka_version
 from tests.support.kafka_broker import KafkaBroker
 from tests.support.keyed_log import BASE_TIMESTAMP, MiB
+from tests.support.model import read_log_records
 from tests.support.small_partitions import SmallPartitions
 
 TOPIC = "parts"
@@ -224,7 +224,7 @@ def kafka_cleaner(log: SmallPartitions, work: Path, timeout_s: float) -> KafkaRu
                 path.unlink()
         for path in log.directory(p).iterdir():
             shutil.copyfile(path, target / path.name)
-        active_base[target.name] = base_offset_of(str(segment_logs(target)[-1]))
+        active_base[target.name] = parse_segment_file(str(segment_logs(target)[-1]))[0]
     with broker:
         since = broker.log_file.stat().st_size
         cleaner, jvm = clean(broker, log.topic, since, active_base, timeout_s)

@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from segcompact.format.attributes import Compression
-from segcompact.format.segment import base_offset_of, read_batches
+from segcompact.format.logdir import parse_segment_file
+from segcompact.format.segment import SegmentReader
 from segcompact.storage import LocalInputFile
 from tests.benchmarks import partitions
 from tests.interop.compacted import segment_logs
@@ -97,9 +98,9 @@ def test_small_partitions_are_rolled_lz4_segments(
         log.roll(2)
         for p in range(partitions):
             logs = segment_logs(log.directory(p))
-            assert [base_offset_of(str(s)) for s in logs] == [i * records for i in range(4)]
+            assert [parse_segment_file(str(s))[0] for s in logs] == [i * records for i in range(4)]
             assert logs[-1].stat().st_size == 0  # the new active segment
-            batches = [b for s in logs for b in read_batches(LocalInputFile(s))]
+            batches = [b for s in logs for b in SegmentReader(LocalInputFile(s))]
             assert {b.compression for b in batches} == {Compression.LZ4}
             got = [r for b in batches for r in b.records()]
             assert [r.offset for r in got] == list(range(3 * records))

@@ -32,13 +32,13 @@ from pyspark.sql import SparkSession
 import segcompact
 from segcompact import delta_native
 from segcompact.backlog import QueryLog
-from segcompact.compaction.model import LogRecord, ReferenceModel, StateRow, read_log_records
 from segcompact.config import CompactorConfig, load_config
 from segcompact.format.attributes import Compression
 from segcompact.publication import Output, Publication
 from segcompact.samples import generate_partition
 from segcompact.storage import LocalInputFile, Storage
 from tests.support import config as support_config
+from tests.support.model import LogRecord, ReferenceModel, StateRow, read_log_records
 
 RETENTION_MS = 3_600_000
 

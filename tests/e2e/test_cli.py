@@ -19,7 +19,6 @@ from deltalake import write_deltalake
 from pyspark.sql import SparkSession
 from tqdm import tqdm
 
-from segcompact.compaction.model import ReferenceModel
 from segcompact.config import CompactorConfig, load_config
 from segcompact.demo import next_steps, segcompact_command
 from segcompact.erasure.keyhash import SECRET_VARIABLE
@@ -44,6 +43,7 @@ from tests.e2e.harness import (
     write_config,
     write_log,
 )
+from tests.support.model import ReferenceModel
 
 
 @dataclass(frozen=True)

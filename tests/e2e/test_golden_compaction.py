@@ -17,7 +17,6 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from pyspark.sql import SparkSession
 
 from segcompact.clock import ManualClock
-from segcompact.compaction.model import ReferenceModel, read_log_records
 from segcompact.config import CompactorConfig, load_config
 from segcompact.format.attributes import Compression
 from segcompact.spark.job import Compactor
@@ -31,6 +30,7 @@ from tests.e2e.harness import (
     state_table,
     write_config,
 )
+from tests.support.model import ReferenceModel, read_log_records
 
 pytestmark = pytest.mark.spark
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from segcompact.compaction.model import read_log_records
 from segcompact.config import load_config
 from segcompact.format.batch import build_batch
 from segcompact.format.logdir import MAX_TOPIC_LENGTH
@@ -25,6 +24,7 @@ from tests.e2e.harness import (
     run_cli,
     write_config,
 )
+from tests.support.model import read_log_records
 
 pytestmark = pytest.mark.spark
 

@@ -10,11 +10,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from segcompact.compaction.model import ReferenceModel, read_log_records
 from segcompact.config import TopicConfig
 from segcompact.format.arrow import decode_segment
-from segcompact.format.segment import SegmentReader, read_batches
+from segcompact.format.segment import SegmentReader
 from segcompact.storage import LocalInputFile
+from tests.support.model import ReferenceModel, read_log_records
 
 HERE = Path(__file__).resolve().parent
 EXPECTED: dict[str, Any] = json.loads((HERE / "expected.json").read_text())["topics"]
@@ -50,7 +50,7 @@ def test_batches_match_what_the_broker_wrote(topic: str) -> None:
             "crc_valid": b.crc_valid,
         }
         for path in _logs(topic)
-        for b in read_batches(LocalInputFile(path))
+        for b in SegmentReader(LocalInputFile(path))
     ]
     assert found == [{k: e[k] for k in found[0]} for e in expected]
 
@@ -61,7 +61,7 @@ def test_records_match_what_was_produced(topic: str) -> None:
     data = [
         r
         for path in _logs(topic)
-        for b in read_batches(LocalInputFile(path))
+        for b in SegmentReader(LocalInputFile(path))
         if not b.is_control
         for r in b.records()
     ]

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from segcompact.compaction.output import OutputRecord, output_rows, write_partition
 from segcompact.format.attributes import Compression
 from segcompact.storage import LocalOutputDirectory
 from tests.support.jvm import run_java_tool
+from tests.support.output import OutputRecord, output_rows, write_partition
 
 pytestmark = pytest.mark.kafka
 

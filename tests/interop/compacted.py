@@ -37,8 +37,9 @@ from pyspark.sql import SparkSession
 
 from segcompact.clock import ManualClock
 from segcompact.config import CompactorConfig, load_config
+from segcompact.format.logdir import parse_segment_file
 from segcompact.format.record import Header
-from segcompact.format.segment import base_offset_of, read_batches
+from segcompact.format.segment import SegmentReader
 from segcompact.storage import LocalInputFile
 from tests.interop.cases import (
     BASE_TIMESTAMP_MS,
@@ -93,12 +94,15 @@ class Compacted:
 
 
 def _newest_timestamp(log: Path) -> int:
-    return max((b.max_timestamp for b in read_batches(LocalInputFile(log))), default=-1)
+    return max((b.max_timestamp for b in SegmentReader(LocalInputFile(log))), default=-1)
 
 
 def segment_logs(directory: Path) -> list[Path]:
     """The ``.log`` files of a partition directory in offset order (not `.log.deleted`)."""
-    return sorted((p for p in directory.iterdir() if p.name.endswith(".log")), key=base_offset_of)
+    return sorted(
+        (p for p in directory.iterdir() if p.name.endswith(".log")),
+        key=lambda p: parse_segment_file(p.name),
+    )
 
 
 def data_records(logs: list[Path]) -> list[Rec]:
@@ -106,7 +110,7 @@ def data_records(logs: list[Path]) -> list[Rec]:
     return [
         (r.offset, r.timestamp, r.key, r.value, tuple(r.headers))
         for log in logs
-        for batch in read_batches(LocalInputFile(log))
+        for batch in SegmentReader(LocalInputFile(log))
         if not batch.is_control
         for r in batch.records()
     ]
@@ -208,11 +212,11 @@ def compact_twice(spark: SparkSession, work: Path) -> Compacted:
         logs = segment_logs(raw / src.name)
         if len(logs) < 4:
             raise AssertionError(f"{case.topic}: only {len(logs)} segments; expected many rolls")
-        active_base[case.topic] = base_offset_of(logs[-1])
+        active_base[case.topic] = parse_segment_file(str(logs[-1]))[0]
         produced[case.topic] = data_records(logs)
         # Only lagged topics have young segments (transaction markers are stamped when written).
         young = [
-            base_offset_of(log)
+            parse_segment_file(str(log))[0]
             for log in logs
             if case.topic_config and _newest_timestamp(log) > CLOCK_MS
         ]

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from segcompact.format.segment import base_offset_of
+from segcompact.format.logdir import parse_segment_file
 from tests.interop.cases import CASES, PARTITION
 from tests.interop.compacted import Compacted, Rec, data_records, segment_logs
 from tests.support.kafka_broker import KafkaBroker
@@ -143,7 +143,9 @@ def test_broker_loaded_the_files_as_they_are(serving: KafkaBroker, compacted: Co
 def test_log_start_offset_is_kept(serving: KafkaBroker, compacted: Compacted) -> None:
     from confluent_kafka import Consumer, TopicPartition
 
-    kafka_start = {t: base_offset_of(segment_logs(compacted.kafka_dir(t))[0]) for t in TOPICS}
+    kafka_start = {
+        t: parse_segment_file(str(segment_logs(compacted.kafka_dir(t))[0]))[0] for t in TOPICS
+    }
     assert set(kafka_start.values()) == {0}
     consumer = Consumer(serving.client_config(**{"group.id": "interop-lso"}))
     try:

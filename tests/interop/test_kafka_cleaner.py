@@ -31,7 +31,8 @@ from pathlib import Path
 import pytest
 
 from segcompact.format.control import ControlType, control_type
-from segcompact.format.segment import base_offset_of, read_batches
+from segcompact.format.logdir import parse_segment_file
+from segcompact.format.segment import SegmentReader
 from segcompact.storage import LocalInputFile
 from tests.interop.cases import CASES, Case
 from tests.interop.compacted import Compacted, Rec, data_records, segment_logs
@@ -48,7 +49,9 @@ WITH_ABORTS = {c.topic for c in CASES if c.kind in ("txns", "open-abort")}
 def kafka_logs(compacted: Compacted, topic: str) -> list[Path]:
     """Kafka's cleaned partition, active segment last."""
     logs = segment_logs(compacted.kafka_dir(topic))
-    assert base_offset_of(logs[-1]) == compacted.active_base[topic], f"active moved: {logs}"
+    assert parse_segment_file(str(logs[-1]))[0] == compacted.active_base[topic], (
+        f"active moved: {logs}"
+    )
     return logs
 
 
@@ -102,10 +105,10 @@ def test_both_end_at_the_active_segment(compacted: Compacted, topic: str) -> Non
     ours = [
         b
         for log in segment_logs(compacted.output_dir(topic))
-        for b in read_batches(LocalInputFile(log))
+        for b in SegmentReader(LocalInputFile(log))
     ]
     kafka = [
-        b for log in kafka_logs(compacted, topic)[:-1] for b in read_batches(LocalInputFile(log))
+        b for log in kafka_logs(compacted, topic)[:-1] for b in SegmentReader(LocalInputFile(log))
     ]
     assert ours[-1].last_offset + 1 == active
     assert kafka[-1].last_offset + 1 == active
@@ -122,7 +125,7 @@ def test_output_keeps_the_input_codec(compacted: Compacted, case: Case) -> None:
         codecs = {
             b.compression.label
             for log in segment_logs(root)
-            for b in read_batches(LocalInputFile(log))
+            for b in SegmentReader(LocalInputFile(log))
             if b.records_count and not b.is_control
         }
         assert codecs == {case.codec}, root
@@ -138,13 +141,13 @@ def test_commit_marker_in_the_active_segment(compacted: Compacted) -> None:
     open_txn = {
         r.offset
         for log in raw[:-1]
-        for b in read_batches(LocalInputFile(log))
+        for b in SegmentReader(LocalInputFile(log))
         if b.is_transactional and not b.is_control
         for r in b.records()
     }
     markers = [
         (b.base_offset, control_type(b.records()[0].key))
-        for b in read_batches(LocalInputFile(raw[-1]))
+        for b in SegmentReader(LocalInputFile(raw[-1]))
         if b.is_control
     ]
     assert open_txn, "the transaction did not reach into a rolled segment"

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from segcompact.compaction.model import read_log_records
 from segcompact.config import CompactorConfig, load_config
 from segcompact.format.batch import V2_HEADER_SIZE, build_batch
 from segcompact.format.record import Record
@@ -40,6 +39,7 @@ from tests.e2e.harness import (
     write_log,
 )
 from tests.support.minio import MinioServer
+from tests.support.model import read_log_records
 
 pytestmark = pytest.mark.spark
 

@@ -14,7 +14,6 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from segcompact.clock import ManualClock
-from segcompact.compaction.model import ReferenceModel, StateRow, read_log_records
 from segcompact.config import CompactorConfig, load_config
 from segcompact.format.attributes import Compression
 from segcompact.samples import SampleSegment, generate_partition
@@ -23,6 +22,7 @@ from segcompact.spark.small_files import MIN_FILES
 from segcompact.spark.tables import Table, session_settings
 from segcompact.storage import LocalInputFile
 from tests.support import config as support_config
+from tests.support.model import ReferenceModel, StateRow, read_log_records
 from tests.support.spark import jobs_started
 
 pytestmark = pytest.mark.spark

@@ -18,13 +18,12 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from segcompact.clock import ManualClock
-from segcompact.compaction.model import read_log_records
 from segcompact.config import load_config
 from segcompact.format.attributes import BatchAttr, Compression
 from segcompact.format.batch import assemble_batch, build_batch
 from segcompact.format.control import COMMIT_KEY
 from segcompact.format.record import Record, encode_record
-from segcompact.format.segment import read_batches
+from segcompact.format.segment import SegmentReader
 from segcompact.publication import new_version_directory
 from segcompact.samples import generate_partition
 from segcompact.spark.job import Compactor
@@ -41,6 +40,7 @@ from tests.e2e.harness import (
     state_table,
 )
 from tests.support.config import write_config
+from tests.support.model import read_log_records
 
 pytestmark = pytest.mark.spark
 
@@ -226,7 +226,7 @@ def test_a_partition_whose_output_cannot_be_written_fails_alone(tmp_path: Path) 
     directory = out / plans[("good", 0)].directory
     logs = sorted(directory.glob("*.log"))
     written = [
-        r.offset for log in logs for b in read_batches(LocalInputFile(log)) for r in b.records()
+        r.offset for log in logs for b in SegmentReader(LocalInputFile(log)) for r in b.records()
     ]
     assert written == [0, 2, 4]
 

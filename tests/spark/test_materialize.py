@@ -15,9 +15,8 @@ from pyspark.sql import SparkSession
 
 from segcompact import delta_native
 from segcompact.compaction.delete_records import OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION
-from segcompact.compaction.model import ReferenceModel
 from segcompact.format.attributes import Compression
-from segcompact.format.segment import read_batches
+from segcompact.format.segment import SegmentReader
 from segcompact.publication import VERSIONS
 from segcompact.samples import generate_partition
 from segcompact.spark import materialize
@@ -26,6 +25,7 @@ from segcompact.spark.tables import Table, session_settings
 from segcompact.status import read_status
 from segcompact.storage import LocalInputFile
 from tests.spark.test_compactor import MIN_LAG_MS, RETENTION_MS, START_MS, Scenario
+from tests.support.model import ReferenceModel
 
 pytestmark = pytest.mark.spark
 
@@ -35,14 +35,14 @@ def output(tmp: Path, topic: str, partition: int) -> list[tuple[int, bytes | Non
     return [
         (r.offset, r.key, r.value)
         for log in sorted(d.glob("*.log"))
-        for b in read_batches(LocalInputFile(log))
+        for b in SegmentReader(LocalInputFile(log))
         for r in b.records()
     ]
 
 
 def last_offset(tmp: Path, topic: str, partition: int) -> int:
     d = tmp / "out" / f"{topic}-{partition}"
-    return max(b.last_offset for log in d.glob("*.log") for b in read_batches(LocalInputFile(log)))
+    return max(b.last_offset for log in d.glob("*.log") for b in SegmentReader(LocalInputFile(log)))
 
 
 def expected(
@@ -65,7 +65,7 @@ def test_materialised_segments_hold_the_state_and_follow_the_triggers(
     link = tmp_path / "out" / "by-offset-0"
     assert link.is_symlink() and _version_of(link) == "v1"
     logs = sorted(link.glob("*.log"))
-    batches = [b for log in logs for b in read_batches(LocalInputFile(log))]
+    batches = [b for log in logs for b in SegmentReader(LocalInputFile(log))]
     assert all(b.compression is Compression.ZSTD for b in batches)  # producer: keep the codec
     horizons = {b.delete_horizon_ms for b in batches if b.delete_horizon_ms is not None}
     assert horizons == {START_MS + RETENTION_MS}
@@ -126,7 +126,7 @@ def test_a_crashed_version_leaves_the_published_one_readable(
     flagged = {
         r.offset: r.attributes & 1
         for log in (tmp_path / "out" / "by-flag-0").glob("*.log")
-        for b in read_batches(LocalInputFile(log))
+        for b in SegmentReader(LocalInputFile(log))
         for r in b.records()
     }
     tombstones = {v.offset for v in s.model.state.values() if v.topic == "by-flag" and v.tombstone}

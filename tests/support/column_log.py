@@ -3,7 +3,7 @@ large log or state quickly.
 
 Records are made with numpy (keys ``customer-<9 digits>``, values drawn from a pool of JSON-like
 values of 100-200 bytes, tombstones as null values) and written by the materialiser's own writer
-(``compaction.output.write_partition``: records encoded in C, lz4 batches of ``batch_bytes``,
+(``compaction.output.PartitionWriter``: records encoded in C, lz4 batches of ``batch_bytes``,
 ``.index`` and ``.timeindex`` beside each ``.log``), which the unit tests hold byte for byte to
 the pure encoder and the interop tests to Kafka.
 """
@@ -18,11 +18,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import NDArray
 
-from segcompact.compaction.output import ROWS, WrittenSegment, write_partition
+from segcompact.compaction.output import ROWS, WrittenSegment
 from segcompact.format.arrow import HEADER
 from segcompact.format.attributes import Compression
 from segcompact.storage import LocalOutputDirectory
 from tests.support.keyed_log import key_bytes, value_bytes
+from tests.support.output import write_partition
 
 BATCH_BYTES = 16 << 10  # a producer's default batch.size
 _PREFIX = np.frombuffer(key_bytes(0)[:-9], dtype=np.uint8)

@@ -12,13 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from segcompact.discovery import (
-    SegmentFile,
-    by_turns,
-    discover,
-    parse_segment_name,
-    skipped_directories,
-)
+from segcompact.discovery import SegmentFile, by_turns, discover, skipped_directories
 from segcompact.errors import ConfigError, SourceError
 from segcompact.manifest import Manifest, manifest_id_of, offset_of, seq_of
 from segcompact.storage import LocalFileSystem, Storage
@@ -38,33 +32,6 @@ def _found(segments: list[SegmentFile]) -> list[tuple[str, int, int]]:
     return [(s.topic, s.partition, s.base_offset) for s in segments]
 
 
-# --- names ----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("name", "expected"),
-    [
-        ("00000000000000000000.log", 0),
-        ("00000000000000001234.log", 1234),
-        ("09223372036854775807.log", 9223372036854775807),
-        ("00000000000000001234.index", None),
-        ("00000000000000001234.timeindex", None),
-        ("00000000000000001234.txnindex", None),
-        ("00000000000000001234.snapshot", None),
-        ("00000000000000001234.log.deleted", None),
-        ("00000000000000001234.log.cleaned", None),
-        ("00000000000000001234.log.swap", None),
-        ("1234.log", None),  # not 20 digits
-        ("000000000000000001234.log", None),  # 21 digits
-        ("0000000000000000123a.log", None),
-        ("leader-epoch-checkpoint", None),
-        ("partition.metadata", None),
-    ],
-)
-def test_segment_file_names(name: str, expected: int | None) -> None:
-    assert parse_segment_name(name) == expected
-
-
 # --- discovery ------------------------------------------------------------------------------
 
 
@@ -78,6 +45,8 @@ def test_discovery_finds_segments_and_ignores_everything_else(tmp_path: Path) ->
         _touch(root / "orders-0" / f"{300:020d}{suffix}")
     _touch(root / "orders-0" / "leader-epoch-checkpoint")
     _touch(root / "orders-0" / "partition.metadata")
+    _touch(root / "orders-0" / "1234.log")  # not 20 digits
+    _touch(root / "orders-0" / f"{500:020d}.log\n")
     (root / "orders-0" / f"{400:020d}.log").mkdir()  # a directory with a segment's name
     _touch(root / "orders-0.abcdef-delete" / f"{0:020d}.log")
     _touch(root / "orders-0.abcdef-future" / f"{0:020d}.log")

@@ -100,12 +100,17 @@ def test_corrupt_file_prints_good_batches_then_one_error_line(
         (["dump", "/no/such/00000000000000000000.log"], "no such file"),
         (["dump"], "dump: name the files to print"),
         (["dump", "x.log", "--format", "xml"], "invalid choice"),
+        (["dump", "{tmp}/1234.log"], "not a segment's .log, .index or .timeindex file"),
+        (["dump", "{tmp}/00000000000000000000.snapshot"], "not a segment's .log"),
         (["nonsense"], "invalid choice"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(
-    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    for named in (a for a in argv if a.startswith(str(tmp_path))):
+        Path(named).touch()  # a file there: its name is what is wrong
     try:
         code = main(argv)
     except SystemExit as exit_:

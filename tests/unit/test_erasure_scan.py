@@ -14,10 +14,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from segcompact.compaction.output import OutputRecord, output_rows, write_partition
 from segcompact.erasure.scan import Finding, ScanResult, scan_for_key
 from segcompact.format.attributes import Compression
 from segcompact.storage import LocalFileSystem, LocalOutputDirectory
+from tests.support.output import OutputRecord, output_rows, write_partition
 
 KEY = b"user-42"
 LIVE = 9  # the key's live value: its state row and the published output's copy

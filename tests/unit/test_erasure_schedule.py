@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from segcompact.config import parse_config
+from segcompact.config.sla import retention_ms, smallest_sla_ms
 from segcompact.erasure.keyhash import SECRET_VARIABLE, key_hash, ledger_secret
 from segcompact.erasure.schedule import (
     ROUND_STAGES,
@@ -17,8 +18,6 @@ from segcompact.erasure.schedule import (
     erasure_due,
     outcome,
     percentile,
-    retention_ms,
-    smallest_sla_ms,
 )
 from segcompact.errors import ConfigError
 from tests.support.config import located

@@ -15,7 +15,7 @@ from segcompact.format import control
 from segcompact.format.attributes import Compression, TimestampType
 from segcompact.format.batch import build_batch
 from segcompact.format.record import Record
-from segcompact.format.segment import read_batches
+from segcompact.format.segment import SegmentReader
 from segcompact.storage import LocalInputFile
 from tests.unit.strategies import record_lists
 
@@ -85,7 +85,7 @@ def test_we_read_what_kafka_python_writes(
         _kafka_python_v2(records[:20], codec, transactional=transactional),
         _kafka_python_v2(records[20:], codec, transactional=transactional),
     )
-    batches = list(read_batches(LocalInputFile(path)))
+    batches = list(SegmentReader(LocalInputFile(path)))
     assert [b.compression for b in batches] == [codec, codec]
     assert all(b.crc_valid and b.magic == 2 for b in batches)
     assert [b.is_transactional for b in batches] == [transactional] * 2
@@ -103,7 +103,7 @@ def test_round_trip_against_kafka_python_property(tmp_path: Path, records: list[
         assert theirs == _strip_attributes(records)
         assert len(ours) == batch.size_in_bytes
         path = _write(tmp_path, _kafka_python_v2(records, codec))
-        (read,) = read_batches(LocalInputFile(path))
+        (read,) = SegmentReader(LocalInputFile(path))
         assert _strip_attributes(read.records()) == _strip_attributes(records)
 
 
@@ -143,7 +143,7 @@ def test_log_append_time_batches_report_the_batch_max_timestamp(tmp_path: Path) 
     ((theirs, batch),) = _kafka_python_records(data)
     assert batch.timestamp_type == 1
     assert [r.timestamp for r in theirs] == [999, 999, 999]
-    (ours,) = read_batches(LocalInputFile(_write(tmp_path, data)))
+    (ours,) = SegmentReader(LocalInputFile(_write(tmp_path, data)))
     assert [r.timestamp for r in ours.records()] == [999, 999, 999]
 
 
@@ -181,7 +181,7 @@ def test_legacy_message_sets(tmp_path: Path, magic: int, codec: Compression) -> 
     ]
     second = [Record(105 + i, 9_100 + i if magic else -1, b"j%d" % i, b"y") for i in range(3)]
     path = _write(tmp_path, _legacy(magic, codec, first), _legacy(magic, codec, second))
-    batches = list(read_batches(LocalInputFile(path)))
+    batches = list(SegmentReader(LocalInputFile(path)))
     assert all(b.magic == magic and b.crc_valid for b in batches)
     assert {b.compression for b in batches} == {codec}
     expected_type = TimestampType.CREATE_TIME if magic else TimestampType.NO_TIMESTAMP

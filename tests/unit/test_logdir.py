@@ -10,12 +10,15 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from segcompact.format.logdir import (
+    MAX_OFFSET,
     MAX_PARTITION,
     MAX_TOPIC_LENGTH,
     is_topic_name,
     parse_partition_dir,
+    parse_segment_file,
     why_not_partition_dir,
 )
+from segcompact.format.writer import segment_name
 from segcompact.humanize import printable_path
 
 LEGAL = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
@@ -155,3 +158,45 @@ def test_topic_names(topic: str, legal: bool) -> None:
 )
 def test_a_path_is_shown_on_one_printable_line(path: str, shown: str) -> None:
     assert printable_path(path) == shown
+
+
+# --- segment files ---------------------------------------------------------------------------
+
+SUFFIXES = [".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".log.cleaned", ".log.swap"]
+
+
+@given(st.integers(0, MAX_OFFSET), st.sampled_from(SUFFIXES))
+@example(0, ".log")
+@example(MAX_OFFSET, ".log")
+def test_every_segment_file_name_the_writer_gives_is_read_back(base: int, suffix: str) -> None:
+    name = segment_name(base, suffix)
+    assert parse_segment_file(name) == (base, suffix)
+    assert parse_segment_file(f"s3a://bucket/logs/orders-0/{name}") == (base, suffix)
+
+
+@given(st.text(max_size=30))
+@example("00000000000000001234.log\n")
+@example("\u0661" * 20 + ".log")  # digits, not ASCII ones
+def test_any_other_name_is_refused_never_an_error(name: str) -> None:
+    parsed = parse_segment_file(name)
+    assert parsed is None or segment_name(*parsed) == name
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("00000000000000001234.log", (1234, ".log")),
+        ("/logs/orders-0/00000000000000001234.timeindex", (1234, ".timeindex")),
+        ("09223372036854775807.log", (MAX_OFFSET, ".log")),
+        ("09223372036854775808.log", None),  # beyond a long
+        ("1234.log", None),  # not 20 digits
+        ("000000000000000001234.log", None),  # 21 digits
+        ("0000000000000000123a.log", None),
+        ("00000000000000001234", None),  # no suffix
+        ("00000000000000001234.log\n", None),
+        ("leader-epoch-checkpoint", None),
+        ("partition.metadata", None),
+    ],
+)
+def test_segment_file_names(name: str, expected: tuple[int, str] | None) -> None:
+    assert parse_segment_file(name) == expected

@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from segcompact.compaction.model import LogRecord, ReferenceModel
 from segcompact.compaction.rules import (
     CompactionStrategy,
     TombstoneMode,
@@ -20,6 +19,7 @@ from segcompact.compaction.rules import (
     order_key,
 )
 from segcompact.format.control import marker as marker_record
+from tests.support.model import LogRecord, ReferenceModel
 
 V = struct.Struct(">q")
 

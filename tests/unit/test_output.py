@@ -12,18 +12,14 @@ from hypothesis import strategies as st
 from kafka.record.memory_records import MemoryRecords
 
 from segcompact.compaction import output
-from segcompact.compaction.output import (
-    OutputRecord,
-    PartitionWriter,
-    output_rows,
-    write_partition,
-)
+from segcompact.compaction.output import PartitionWriter
 from segcompact.format.attributes import Compression
 from segcompact.format.batch import build_batch
 from segcompact.format.columns import PyColumnBuilder, encode_columns
 from segcompact.format.record import Record, encode_records
-from segcompact.format.segment import read_batches
+from segcompact.format.segment import SegmentReader
 from segcompact.storage import LocalInputFile, LocalOutputDirectory
+from tests.support.output import OutputRecord, output_rows, write_partition
 from tests.unit.strategies import record_lists
 
 
@@ -60,12 +56,12 @@ def test_offsets_kept_batches_regrouped_segments_rolled(tmp_path: Path) -> None:
         batch_bytes=2_000,
     )
     assert len(paths) >= 2
-    batches = [b for p in paths for b in read_batches(LocalInputFile(p))]
+    batches = [b for p in paths for b in SegmentReader(LocalInputFile(p))]
     assert all(b.compression is Compression.LZ4 for b in batches)
     assert [r.offset for b in batches for r in b.records()] == [r.offset for r in records]
     for p in paths:
         assert Path(p).stat().st_size <= 8_000
-        first = next(iter(read_batches(LocalInputFile(p))))
+        first = next(iter(SegmentReader(LocalInputFile(p))))
         assert Path(p).name == f"{first.base_offset:020d}.log"
         assert Path(p).with_suffix(".index").exists() and Path(p).with_suffix(".timeindex").exists()
 
@@ -77,7 +73,7 @@ def test_tombstone_batches_carry_the_latest_horizon(tmp_path: Path) -> None:
         out(3, tombstone=True, horizon=70_000),
     ]
     (path,) = _write(tmp_path, records, log_end_offset=4)
-    (batch,) = read_batches(LocalInputFile(path))
+    (batch,) = SegmentReader(LocalInputFile(path))
     assert batch.delete_horizon_ms == 70_000
     assert [r.timestamp for r in batch.records()] == [1_001, 1_002, 1_003]
     assert batch.records()[1].value is None
@@ -85,7 +81,7 @@ def test_tombstone_batches_carry_the_latest_horizon(tmp_path: Path) -> None:
 
 def test_log_end_offset_kept_with_an_empty_batch(tmp_path: Path) -> None:
     (path,) = _write(tmp_path, [out(1), out(5)], log_end_offset=10)
-    batches = list(read_batches(LocalInputFile(path)))
+    batches = list(SegmentReader(LocalInputFile(path)))
     assert (batches[-1].base_offset, batches[-1].last_offset, batches[-1].records_count) == (
         9,
         9,
@@ -101,7 +97,7 @@ def test_log_end_offset_kept_with_an_empty_batch(tmp_path: Path) -> None:
 
 def test_an_empty_partition_is_one_empty_batch(tmp_path: Path) -> None:
     (path,) = _write(tmp_path, [], log_end_offset=7)
-    assert [(b.base_offset, b.last_offset) for b in read_batches(LocalInputFile(path))] == [(6, 6)]
+    assert [(b.base_offset, b.last_offset) for b in SegmentReader(LocalInputFile(path))] == [(6, 6)]
 
 
 def test_record_past_the_log_end_is_refused(tmp_path: Path) -> None:
@@ -112,7 +108,7 @@ def test_record_past_the_log_end_is_refused(tmp_path: Path) -> None:
 def test_first_segment_starts_at_the_log_start_offset(tmp_path: Path) -> None:
     paths = _write(tmp_path, [out(50), out(51)], log_end_offset=60, log_start_offset=40)
     assert Path(paths[0]).name == f"{40:020d}.log"
-    assert [b.base_offset for b in read_batches(LocalInputFile(paths[0]))] == [50, 59]
+    assert [b.base_offset for b in SegmentReader(LocalInputFile(paths[0]))] == [50, 59]
 
 
 @settings(max_examples=150, deadline=None)
@@ -150,7 +146,7 @@ def test_batches_are_byte_for_byte_the_pure_batch_builders(
         compression=compression,
         batch_bytes=batch_bytes,
     )
-    ours = [(p, b) for p in paths for b in read_batches(LocalInputFile(p))]
+    ours = [(p, b) for p in paths for b in SegmentReader(LocalInputFile(p))]
     # Each batch as build_batch (encode_records, in Python) makes it from the same records.
     by_offset = {r.offset: r for r in rows}
     for path, batch in ours:
@@ -212,10 +208,10 @@ def test_records_are_encoded_slice_by_slice(
     whole = _write(tmp_path / "whole", records, log_end_offset=298)
     monkeypatch.setattr(output, "SLICE_BYTES", 500)
     sliced = _write(tmp_path / "sliced", records, log_end_offset=298)
-    batches = [b for p in sliced for b in read_batches(LocalInputFile(p))]
-    assert len(batches) > len([b for p in whole for b in read_batches(LocalInputFile(p))])
+    batches = [b for p in sliced for b in SegmentReader(LocalInputFile(p))]
+    assert len(batches) > len([b for p in whole for b in SegmentReader(LocalInputFile(p))])
     by_offset = {r.offset: r for r in records}
-    for path, batch in ((p, b) for p in sliced for b in read_batches(LocalInputFile(p))):
+    for path, batch in ((p, b) for p in sliced for b in SegmentReader(LocalInputFile(p))):
         group = [by_offset[rec.offset] for rec in batch.records()]
         expect = build_batch(
             [Record(g.offset, g.timestamp, g.key, g.value, g.headers, 0) for g in group]
@@ -250,7 +246,7 @@ def test_a_partition_added_in_parts_is_written_as_a_whole(
 
 def test_a_partition_with_no_record_left_is_its_log_end_alone(tmp_path: Path) -> None:
     (written,) = PartitionWriter(LocalOutputDirectory(tmp_path), log_end_offset=42).close()
-    (batch,) = read_batches(LocalInputFile(tmp_path / written.name))
+    (batch,) = SegmentReader(LocalInputFile(tmp_path / written.name))
     assert (batch.base_offset, batch.last_offset, list(batch.records())) == (41, 41, [])
 
 
@@ -260,6 +256,6 @@ def test_a_segment_holds_its_batches_last_offsets(tmp_path: Path) -> None:
     records = [out(o) for o in range(2**31 - 10, 2**31 + 10)]
     (path,) = _write(tmp_path, records, log_end_offset=2**31 + 10)
     assert path.name == f"{2**31 - 10:020d}.log"
-    assert [r.offset for b in read_batches(LocalInputFile(path)) for r in b.records()] == [
+    assert [r.offset for b in SegmentReader(LocalInputFile(path)) for r in b.records()] == [
         r.offset for r in records
     ]

@@ -10,7 +10,7 @@ from segcompact.format.attributes import BatchAttr, Compression
 from segcompact.format.batch import build_batch
 from segcompact.format.index import IndexBuilder, read_offset_index, read_time_index
 from segcompact.format.record import Record
-from segcompact.format.segment import read_batches
+from segcompact.format.segment import SegmentReader
 from segcompact.format.writer import SegmentWriter, segment_name
 from segcompact.storage import LocalInputFile, LocalOutputDirectory
 
@@ -66,7 +66,7 @@ def test_delete_horizon_sets_bit_6_and_base_timestamp(tmp_path: Path, codec: Com
     data = build_batch(records, compression=codec, delete_horizon_ms=90_000)
     path = tmp_path / segment_name(7)
     path.write_bytes(data)
-    (batch,) = read_batches(LocalInputFile(path))
+    (batch,) = SegmentReader(LocalInputFile(path))
     assert batch.attributes & BatchAttr.DELETE_HORIZON
     assert batch.delete_horizon_ms == batch.base_timestamp == 90_000
     assert batch.max_timestamp == 3_000
@@ -76,6 +76,6 @@ def test_delete_horizon_sets_bit_6_and_base_timestamp(tmp_path: Path, codec: Com
 def test_empty_batch_keeps_the_offset_range(tmp_path: Path) -> None:
     path = tmp_path / segment_name(0)
     path.write_bytes(build_batch([], base_offset=40, last_offset=49, compression=Compression.LZ4))
-    (batch,) = read_batches(LocalInputFile(path))
+    (batch,) = SegmentReader(LocalInputFile(path))
     assert (batch.base_offset, batch.last_offset, batch.records_count) == (40, 49, 0)
     assert batch.records() == []

@@ -21,10 +21,9 @@ once per batch, not per record.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -36,7 +35,6 @@ from segcompact.format.attributes import BatchAttr, Compression
 from segcompact.format.batch import LOG_OVERHEAD, assemble_batch, build_batch
 from segcompact.format.columns import encode_columns
 from segcompact.format.io import OutputDirectory
-from segcompact.format.record import Header
 from segcompact.format.writer import SegmentWriter
 
 DEFAULT_BATCH_BYTES = 1 << 20  # Kafka's default max.message.bytes, about
@@ -48,10 +46,10 @@ _HEADER_OVERHEAD = 4
 # bounded copy however large the partition.
 SLICE_BYTES = 16 << 20
 
-# What write_partition reads: a partition's retained records, in offset order.
 # An uncleanable reason of a partition whose rows were merged but whose output could not be
 # written: not unread source data (its erasure waits in the ledger's rounds instead).
 OUTPUT_NOT_WRITTEN = "output not written"
+# What PartitionWriter reads: a partition's retained records, in offset order.
 ROWS = pa.schema(
     [
         pa.field("offset", pa.int64(), nullable=False),
@@ -64,40 +62,6 @@ ROWS = pa.schema(
         pa.field("delete_horizon", pa.int64()),  # epoch ms, for tombstones
     ]
 )
-
-
-@dataclass(frozen=True, slots=True)
-class OutputRecord:
-    """One retained record, for building :data:`ROWS` a record at a time (:func:`output_rows`)."""
-
-    offset: int
-    timestamp: int
-    key: bytes
-    value: bytes | None
-    headers: tuple[Header, ...]
-    attributes: int
-    tombstone: bool
-    delete_horizon: int | None
-
-
-def output_rows(records: Iterable[OutputRecord]) -> pa.Table:
-    """:data:`ROWS` of ``records``."""
-    return pa.Table.from_pylist(
-        [
-            {
-                "offset": r.offset,
-                "timestamp": r.timestamp,
-                "key": r.key,
-                "value": r.value,
-                "headers": [{"key": k, "value": v} for k, v in r.headers],
-                "attributes": r.attributes,
-                "tombstone": r.tombstone,
-                "delete_horizon": r.delete_horizon,
-            }
-            for r in records
-        ],
-        schema=ROWS,
-    )
 
 
 def batch_bounds(
@@ -314,13 +278,3 @@ class PartitionWriter:
                 self.directory, segment_base, index_interval_bytes=self.index_interval_bytes
             )
         segment.append(batch)
-
-
-def write_partition(
-    directory: OutputDirectory, rows: pa.Table, **settings: Any
-) -> list[WrittenSegment]:
-    """Write ``rows`` (:data:`ROWS`, offset order) as segments into ``directory``; return the
-    logs written. ``settings``: :class:`PartitionWriter`'s."""
-    writer = PartitionWriter(directory, **settings)
-    writer.add(rows)
-    return writer.close()

@@ -1,8 +1,9 @@
 """The per-record rules of compaction: which record wins, and which record is a delete.
 
 Rules come from a topic's :class:`~segcompact.config.TopicConfig`. Both the reference model
-and the Spark job use these definitions; the Spark job restates them as column expressions
-(``segcompact.spark.rules``), and ``tests/spark/test_rules_twins.py`` holds each to its twin.
+(``tests/support/model.py``) and the Spark job use these definitions; the Spark job restates
+them as column expressions (``segcompact.spark.rules``), and ``tests/spark/test_rules_twins.py``
+holds each to its twin.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ a JVM. The package, by job:
 - :mod:`~segcompact.config.values`: parsers of single values (integers, ratios, codecs, ...).
 - :mod:`~segcompact.config.keys`: the sections and keys a file may use.
 - :mod:`~segcompact.config.parser`: reading a file, resolving topics, blaming bad keys.
+- :mod:`~segcompact.config.sla`: what a deletion SLA asks of the rest (retention, waits).
 - :mod:`~segcompact.config.messages`: how errors spell the values they quote.
 """
 

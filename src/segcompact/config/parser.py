@@ -28,8 +28,8 @@ from segcompact.config.keys import (
 from segcompact.config.locations import Place, overlap
 from segcompact.config.messages import Shown, one_line, show, show_key, suggest
 from segcompact.config.model import LOCATION_KEYS, CompactionStrategy, CompactorConfig, TopicConfig
+from segcompact.config.sla import unreachable
 from segcompact.config.values import MISSING, Invalid, interval_ms
-from segcompact.erasure.schedule import unreachable
 from segcompact.errors import ConfigError
 from segcompact.format.logdir import MAX_TOPIC_LENGTH, TOPIC_CHARACTERS, is_topic_name
 

@@ -8,26 +8,23 @@ The timeline of one deletion appended at A under an SLA of S (docs/deletion-sla.
 - the upkeep that opens the round runs within ``materialize_check_interval_ms`` (at most S/4),
   so by S/2; the round's target is every table's version then;
 - VACUUM removes files once ``delta.deletedFileRetentionDuration`` has passed since the commit
-  that removed them (at most S/4, :func:`retention_ms`), so the target is covered by 3/4 S;
+  that removed them (at most S/4, :func:`~segcompact.config.sla.retention_ms`), so the target
+  is covered by 3/4 S;
 
 and the last quarter is the margin for the work itself (REORG, re-materialisation, removal of
 old output versions, the VACUUMs, the ledger's commits), micro-batches run in between, and
-retries.
+retries. The config's parser refuses waits longer than a quarter (:mod:`segcompact.config.sla`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # the config's parser checks its SLA with this module
-    from segcompact.config.model import CompactorConfig, TopicConfig
+from segcompact.config.sla import QUARTER
 
-DAY_MS = 86_400_000
-MAX_RETENTION_MS = 7 * DAY_MS  # Delta's own default: never keep removed files longer
 LEAD = 4  # erasure is due at 1/LEAD of the SLA
-QUARTER = 4  # each wait in the timeline takes at most 1/QUARTER of the SLA
 
 # The stages of an erasure, in the order a round does them; a deletion's time to erasure ends
 # at the last one (VACUUM comes last: it removes what re-materialisation left behind too).
@@ -42,42 +39,6 @@ class Status:
     PENDING = "pending"
     MET = "met"
     BREACHED = "breached"
-
-
-def smallest_sla_ms(config: CompactorConfig) -> int | None:
-    """The smallest ``gdpr.deletion.sla.ms`` of any topic the tables may hold."""
-    slas = [t.gdpr_deletion_sla_ms for t in _topics(config)]
-    return min((s for s in slas if s is not None), default=None)
-
-
-def retention_ms(config: CompactorConfig) -> int | None:
-    """``delta.deletedFileRetentionDuration`` for segcompact's tables: as configured, else a
-    quarter of the smallest SLA (at most Delta's 7 days); None leaves Delta's default."""
-    if config.state.deleted_file_retention_ms is not None:
-        return config.state.deleted_file_retention_ms
-    sla = smallest_sla_ms(config)
-    return None if sla is None else min(sla // QUARTER, MAX_RETENTION_MS)
-
-
-def unreachable(config: CompactorConfig, trigger_ms: int) -> str | None:
-    """Why the configured SLA cannot be met by the schedule above, or None."""
-    sla = smallest_sla_ms(config)
-    if sla is None:
-        return None
-    quarter = sla // QUARTER
-    waits = (
-        ("[state] deleted_file_retention_ms", retention_ms(config) or 0),
-        ("[stream] materialize_check_interval_ms", config.stream.materialize_check_interval_ms),
-        ("[stream] trigger_interval", trigger_ms),
-    )
-    for name, value in waits:
-        if value > quarter:
-            return (
-                f"gdpr.deletion.sla.ms = {sla} cannot be met: {name} is {value} ms, expected at "
-                f"most a quarter of the SLA ({quarter} ms; erasure is due at a quarter of the SLA "
-                "and each wait may take a quarter)"
-            )
-    return None
 
 
 def erasure_due(appended_ms: int, sla_ms: int, now_ms: int, ahead_ms: int = 0) -> bool:
@@ -128,7 +89,3 @@ def percentile(values: Sequence[int], fraction: float) -> int | None:
     ordered = sorted(values)
     rank = max(1, -(-len(ordered) * fraction // 1))  # ceil without floats' surprises
     return ordered[int(rank) - 1]
-
-
-def _topics(config: CompactorConfig) -> list[TopicConfig]:
-    return [config.defaults, *config.topics.values()]

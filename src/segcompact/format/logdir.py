@@ -1,4 +1,5 @@
-"""Kafka's names in a log dir: a topic's name, and a partition's directory ``<topic>-<partition>``.
+"""Kafka's names in a log dir: a topic's name, a partition's directory ``<topic>-<partition>``,
+and a segment's files ``<base offset in 20 digits><suffix>`` (:func:`parse_segment_file`).
 
 One function (:func:`_read`) decides whether a directory name is a partition as Kafka writes it;
 :func:`parse_partition_dir` and :func:`why_not_partition_dir` are its two answers, and
@@ -12,6 +13,7 @@ decimal int32 written without a sign or leading zeros. 249 leaves room for ``-<p
 
 from __future__ import annotations
 
+import posixpath
 import re
 
 MAX_TOPIC_LENGTH = 249
@@ -29,6 +31,10 @@ _LEFTOVERS = {
     "future": "a partition Kafka is moving to another log dir",
     "stray": "a stray partition Kafka set aside (KIP-858)",
 }
+# A segment's files, as ``LogFileUtils`` names them (``writer.segment_name`` writes them):
+# ``.log``, ``.index``, ``.timeindex``, and the ``.log.cleaned`` and such of Kafka's cleaner.
+_SEGMENT_FILE = re.compile(r"(?P<base>[0-9]{20})(?P<suffix>\.[a-z.]+)")
+MAX_OFFSET = (1 << 63) - 1  # a long: the offsets Kafka writes
 # KRaft's metadata log sits in a broker's log dir like a partition but is not a topic.
 _INTERNAL_LOGS = frozenset({"__cluster_metadata"})
 
@@ -87,3 +93,13 @@ def _read(name: str) -> tuple[str, int] | str:
     if topic in _INTERNAL_LOGS:
         return "KRaft's metadata log, not a topic"
     return topic, int(partition)
+
+
+def parse_segment_file(location: str) -> tuple[int, str] | None:
+    """The base offset and suffix a segment file's name holds (``…/00000000000000000042.log`` →
+    ``(42, ".log")``), from the last part of a path or URI; None for any other name: not 20
+    digits, an offset beyond a long."""
+    m = _SEGMENT_FILE.fullmatch(posixpath.basename(location))
+    if m is None or int(m["base"]) > MAX_OFFSET:
+        return None
+    return int(m["base"]), m["suffix"]

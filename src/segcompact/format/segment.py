@@ -7,7 +7,6 @@ comes as an :class:`~segcompact.format.io.InputFile`: opening it is the caller's
 
 from __future__ import annotations
 
-import posixpath
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from segcompact.format.batch import (
 )
 from segcompact.format.io import InputFile, InputStream
 from segcompact.format.legacy import min_message_size, parse_legacy
+from segcompact.format.logdir import parse_segment_file
 
 DEFAULT_MAX_BATCH_BYTES = 256 << 20
 # Bytes read first from every entry: up to and including magic, which says how to read the rest.
@@ -40,14 +40,6 @@ class ReadLimits:
 
 
 DEFAULT_LIMITS = ReadLimits()
-
-
-def base_offset_of(location: str) -> int:
-    """The base offset a segment's file name holds (``00000000000000000042.log`` → 42)."""
-    stem = posixpath.basename(location).split(".", 1)[0]
-    if not stem.isdigit():
-        raise ValueError(f"{location}: not a segment file name (<20-digit base offset>.log)")
-    return int(stem)
 
 
 # A v1 message's first fields after the log overhead: crc, magic, attributes, timestamp.
@@ -105,10 +97,8 @@ class SegmentReader:
         self.limits = limits
         self.valid_bytes = 0
         self.last_offset = -1
-        try:
-            self.base_offset: int | None = base_offset_of(file.location)
-        except ValueError:
-            self.base_offset = None  # a file named otherwise (dump of a copy): not checked
+        named = parse_segment_file(file.location)  # a file named otherwise: not checked
+        self.base_offset = None if named is None else named[0]
 
     def __iter__(self) -> Iterator[RecordBatch]:
         size = len(self.file)
@@ -185,10 +175,3 @@ class SegmentReader:
                 f"CRC mismatch: stored {batch.crc:#010x}", base_offset=batch.base_offset
             )
         return batch
-
-
-def read_batches(
-    file: InputFile, *, verify_crc: bool = True, limits: ReadLimits = DEFAULT_LIMITS
-) -> Iterator[RecordBatch]:
-    """Shorthand for iterating a :class:`SegmentReader`."""
-    return iter(SegmentReader(file, verify_crc=verify_crc, limits=limits))

@@ -40,6 +40,7 @@ from pyspark.sql import functions as F
 
 from segcompact.clock import Clock, epoch_ms
 from segcompact.config import CompactorConfig
+from segcompact.config.sla import retention_ms, smallest_sla_ms
 from segcompact.erasure.ledger_reads import DELETE, ROUND, read_rows
 from segcompact.erasure.schedule import (
     EXPIRED,
@@ -47,9 +48,7 @@ from segcompact.erasure.schedule import (
     STAGES,
     Status,
     erasure_due,
-    retention_ms,
     row_outcome,
-    smallest_sla_ms,
 )
 from segcompact.humanize import duration
 from segcompact.spark.frames import local_frame

@@ -23,8 +23,8 @@ from segcompact.backlog import Backlog, QueryLog, manifest_dir, query_dir
 from segcompact.clock import Clock, job_clock
 from segcompact.compaction.reduce import Rankings
 from segcompact.config import CompactorConfig
+from segcompact.config.sla import smallest_sla_ms
 from segcompact.erasure.keyhash import ledger_secret
-from segcompact.erasure.schedule import smallest_sla_ms
 from segcompact.errors import SegcompactError, root_cause
 from segcompact.manifest import Manifest
 from segcompact.metrics import JobMetrics

@@ -21,10 +21,12 @@ from pyspark.sql import types as T
 from segcompact import delta_native
 from segcompact.clock import epoch_ms
 from segcompact.config import CompactorConfig, is_table_name
-from segcompact.erasure.schedule import DAY_MS, EXPIRED, STAGES, retention_ms
+from segcompact.config.sla import DAY_MS, retention_ms
+from segcompact.erasure.schedule import EXPIRED, STAGES
 from segcompact.errors import ConfigError
 from segcompact.spark.frames import local_frame
 from segcompact.storage import Storage
+from segcompact.table_sql import qualify
 
 HEADERS = T.ArrayType(
     T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())])
@@ -146,19 +148,6 @@ LEDGER_SCHEMA = T.StructType(
 def timestamp(ms: int) -> Column:
     """A timestamp literal from epoch milliseconds, as the tables store times."""
     return F.timestamp_millis(F.lit(ms))
-
-
-def qualify(spark: SparkSession, path: str) -> str:
-    """``path`` made absolute on its file system, as Hadoop resolves it.
-
-    Delta reads a relative location as a table identifier; a relative path means the working
-    directory locally and the user's home directory on HDFS, which only Hadoop knows.
-    """
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    return str(fs.makeQualified(hadoop_path).toString())
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""A pure reference model of segcompact's state: what the Delta tables must hold.
+"""A pure reference model of segcompact's state: what the Delta tables must hold. The tests'
+oracle: no code of segcompact's uses it.
 
 It applies micro-batches of decoded records exactly as DESIGN.md's compaction semantics say,
 record by record in plain Python, so that the Spark job can be checked against it on
@@ -21,8 +22,9 @@ from segcompact.compaction.rules import (
 from segcompact.config import CompactionStrategy, TopicConfig
 from segcompact.format.control import ControlType, control_type
 from segcompact.format.io import InputFile
+from segcompact.format.logdir import parse_segment_file
 from segcompact.format.record import Header
-from segcompact.format.segment import SegmentReader, base_offset_of
+from segcompact.format.segment import SegmentReader
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +50,10 @@ class LogRecord:
 
 def read_log_records(file: InputFile, topic: str, partition: int) -> Iterator[LogRecord]:
     """Every record of one segment file, markers included, as the model reads them."""
-    segment_base = base_offset_of(file.location)
+    named = parse_segment_file(file.location)
+    if named is None:
+        raise ValueError(f"{file.location}: not a segment file name (<20-digit base offset>.log)")
+    segment_base = named[0]
     for batch in SegmentReader(file):
         for r in batch.records():
             yield LogRecord(
