@@ -18,7 +18,14 @@ def test_skew_benchmark_smoke(
 ) -> None:
     sizes = ["--segments", "1500", "--others", "3", "--huge-records", "30000", "--tiny", "40"]
     out = skew.main(
-        [*sizes, "--no-reference", "--workdir", str(tmp_path), "--spark-conf-dir", str(spark_conf_dir)]
+        [
+            *sizes,
+            "--no-reference",
+            "--workdir",
+            str(tmp_path),
+            "--spark-conf-dir",
+            str(spark_conf_dir),
+        ]
     )
 
     many, skewed = out["cases"]["many-segments"], out["cases"]["skewed"]
