@@ -12,6 +12,9 @@ S3_JARS := .jars/s3/.done
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MINIO := .tools/bin/minio
 PYTEST_ARGS ?=
+# The suite runs on this many processes (pytest-xdist), a test file each at a time: a file's
+# tests share its fixtures. Each process starts its own Spark session when a test asks for one.
+TEST_WORKERS ?= 2
 
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
@@ -127,7 +130,7 @@ chaos: setup $(MINIO)
 test: setup chromium $(KAFKA_JARS) $(MINIO) crds fuzzers
 	$(BIN)/ruff check src tests streaming
 	$(BIN)/mypy
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=10 $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python -m tests.benchmarks.decode --size-mib 256
