@@ -1,0 +1,273 @@
+"""The shipper's loop: each poll, every selected partition of every log dir, in parallel.
+
+A partition is handled by one thread at a time, its segments in offset order
+(:func:`segcompact.ship.rules.plan`); a failure to read or upload stops that partition until the
+next poll and counts an error, the others go on. A damaged segment is recorded, reported in one
+line, and passed (it will not heal: Kafka never appends to a rolled segment). The shipper holds
+a lease per log dir (:mod:`segcompact.lease`) in ``<to>/.segcompact-ship/<log dir id>``: two
+shippers of one log dir would both upload the same segments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import socket
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from segcompact.clock import Clock, SystemClock
+from segcompact.config.ship import ShipConfig, ShipSettings
+from segcompact.errors import ConfigError, CorruptBatchError
+from segcompact.format.logdir import parse_partition_dir
+from segcompact.lease import Lease
+from segcompact.ship.manifest import Entry, PartitionManifest, shipped_to
+from segcompact.ship.metrics import ShipMetrics
+from segcompact.ship.rules import Gap, Listing, Ship, TopicSelection, plan, segment_name
+from segcompact.ship.upload import copy_segment, crc_of
+from segcompact.storage import FileInfo, FileSystem, Storage
+
+LEASES_DIR = ".segcompact-ship"  # in the target root: one lease folder per log dir
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class PartitionResult:
+    """What one poll did with one partition."""
+
+    shipped: int = 0
+    bytes: int = 0
+    gaps: list[Entry] = field(default_factory=list)
+    damaged: list[Entry] = field(default_factory=list)
+    errors: int = 0
+    waiting: list[tuple[int, int | None]] = field(default_factory=list)  # (size, modified ms)
+
+
+@dataclass(slots=True)
+class PollResult:
+    """What one poll did, summed over partitions."""
+
+    partitions: int = 0
+    shipped: int = 0
+    bytes: int = 0
+    gaps: int = 0
+    damaged: int = 0
+    errors: int = 0
+    unknown: bool = False  # a log dir could not be listed: what waits there is not known
+
+    def line(self) -> str:
+        return (
+            f"shipped {self.shipped} segments ({self.bytes} bytes) of {self.partitions} "
+            f"partitions; {self.gaps} gaps, {self.damaged} damaged, {self.errors} errors"
+        )
+
+
+def log_dir_id(fs: FileSystem, log_dir: str) -> str:
+    """A name for a log dir that no other broker's shares: Kafka's ``directory.id`` from its
+    ``meta.properties`` (KRaft), else this host's name and a hash of the path."""
+    try:
+        text = fs.read_bytes(fs.join(log_dir, "meta.properties")).decode("utf-8", "replace")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "directory.id" and value.strip():
+            return value.strip()
+    digest = hashlib.sha256(os.fsencode(fs.abspath(log_dir))).hexdigest()[:16]
+    return f"{socket.gethostname()}-{digest}"
+
+
+def selection(settings: ShipSettings) -> TopicSelection:
+    pattern = re.compile(settings.topics_regex) if settings.topics_regex is not None else None
+    return TopicSelection(frozenset(settings.topics), pattern)
+
+
+class Shipper:
+    """Ships the rolled segments of a broker's log dirs to a source root."""
+
+    def __init__(
+        self,
+        config: ShipConfig,
+        *,
+        clock: Clock | None = None,
+        metrics: ShipMetrics | None = None,
+    ) -> None:
+        self.settings = config.ship
+        self.storage = Storage.of(config.spark)
+        self.clock = clock or SystemClock()
+        self.metrics = metrics or ShipMetrics()
+        self.topics = selection(config.ship)
+        self.target_fs, self.target = self.storage.resolve(config.ship.to)
+        self.target = self.target_fs.abspath(self.target)
+
+    def check(self) -> None:
+        """Raise :class:`ConfigError` for a log dir that is not there, or a target that
+        cannot be reached with the settings given."""
+        self.storage.check("[ship] to", self.settings.to)
+        for log_dir in self.settings.log_dirs:
+            fs, path = self.storage.resolve(log_dir)
+            if not fs.exists(path):
+                raise ConfigError(f"[ship] log_dirs: {log_dir} does not exist")
+
+    def lease(self) -> Lease:
+        """The lease of every log dir, kept in the target."""
+        places = []
+        for log_dir in self.settings.log_dirs:
+            fs, path = self.storage.resolve(log_dir)
+            name = log_dir_id(fs, path)
+            places.append(self.target_fs.join(self.target, LEASES_DIR, name))
+        return Lease(
+            places,
+            self.storage,
+            command="ship",
+            timeout_ms=self.settings.lease_timeout_ms,
+            tables=(),
+        )
+
+    def run(self, stop: threading.Event, *, once: bool, wait: Callable[[float], bool]) -> None:
+        """Poll until ``stop`` is set (or once); ``wait(seconds)`` sleeps between polls and
+        returns True when woken to stop (``stop.wait``, or a test's own)."""
+        while not stop.is_set():
+            result = self.poll()
+            log.info("%s", result.line())
+            if once or wait(self.settings.poll_interval_ms / 1000):
+                return
+
+    def poll(self) -> PollResult:
+        """Look at every partition once, ship what has rolled, record gaps."""
+        jobs: list[tuple[str, int, FileSystem, str]] = []
+        total = PollResult()
+        for log_dir in self.settings.log_dirs:
+            fs, root = self.storage.resolve(log_dir)
+            try:
+                entries = fs.list_dir(fs.abspath(root))
+            except OSError as e:
+                log.error("%s: cannot be listed (%s)", log_dir, e.strerror or e)
+                total.errors += 1
+                total.unknown = True
+                continue
+            for entry in entries:
+                parsed = parse_partition_dir(entry.name) if entry.is_dir else None
+                if parsed is not None and parsed[0] in self.topics:
+                    jobs.append((parsed[0], parsed[1], fs, entry.path))
+        jobs.sort(key=lambda j: (j[0], j[1]))
+        with ThreadPoolExecutor(self.settings.uploads, thread_name_prefix="ship") as pool:
+            results = list(pool.map(lambda job: self.partition(*job), jobs))
+        oldest: int | None = None
+        waiting_bytes = waiting = 0
+        for r in results:
+            total.partitions += 1
+            total.shipped += r.shipped
+            total.bytes += r.bytes
+            total.gaps += len(r.gaps)
+            total.damaged += len(r.damaged)
+            total.errors += r.errors
+            for size, modified in r.waiting:
+                waiting += 1
+                waiting_bytes += size
+                if modified is not None:
+                    oldest = modified if oldest is None else min(oldest, modified)
+        self.metrics.polls.inc()
+        self.metrics.segments.inc(total.shipped)
+        self.metrics.bytes.inc(total.bytes)
+        self.metrics.gaps.inc(total.gaps)
+        self.metrics.damaged.inc(total.damaged)
+        self.metrics.errors.inc(total.errors)
+        if total.unknown:
+            self.metrics.lag(None, 0, 0)
+        else:
+            age = 0.0 if oldest is None else max(0, self.clock.now_ms() - oldest) / 1000
+            self.metrics.lag(age, waiting_bytes, waiting)
+        return total
+
+    def partition(self, topic: str, partition: int, fs: FileSystem, path: str) -> PartitionResult:
+        """Ship one partition's rolled segments, in offset order."""
+        result = PartitionResult()
+        name = f"{topic}-{partition}"
+        target_dir = self.target_fs.join(self.target, name)
+        manifest = PartitionManifest(self.target_fs, target_dir)
+        try:
+            files = {f.name: f for f in fs.list_dir(path) if not f.is_dir}
+            entries = manifest.read()
+        except FileNotFoundError:
+            return result  # the partition was deleted or moved meanwhile
+        except OSError as e:
+            log.error("%s: cannot be listed (%s)", path, e.strerror or e)
+            result.errors += 1
+            return result
+        steps = plan(Listing.of(files), shipped_to(entries))
+        for i, step in enumerate(steps):
+            if isinstance(step, Gap):
+                entry = Entry("gap", step.start, step.end, self.clock.now_ms())
+                self._record(manifest, entry, f"{name}: gap, {entry.describe()}")
+                result.gaps.append(entry)
+                continue
+            assert isinstance(step, Ship)
+            local = files[segment_name(step.start)]
+            try:
+                entry = self._ship(fs, local.path, target_dir, step)
+            except OSError as e:
+                log.error("%s: not shipped, tried again at the next poll (%s)", local.path, e)
+                result.errors += 1
+                result.waiting = [self._waiting(fs, files, s) for s in steps[i:]]
+                return result
+            if entry.kind == "shipped":
+                self._record(manifest, entry, "")
+                result.shipped += 1
+                result.bytes += entry.size
+            elif entry.kind == "gap":
+                self._record(manifest, entry, f"{name}: gap, {entry.describe()}")
+                result.gaps.append(entry)
+            else:
+                self._record(manifest, entry, f"{name}: damaged, not shipped: {entry.reason}")
+                result.damaged.append(entry)
+        return result
+
+    def _waiting(
+        self, fs: FileSystem, files: dict[str, FileInfo], step: Ship | Gap
+    ) -> tuple[int, int | None]:
+        if isinstance(step, Gap):
+            return 0, None
+        local = files[segment_name(step.start)]
+        try:
+            return local.size, fs.modified_ms(local.path)
+        except OSError:
+            return local.size, None
+
+    def _ship(self, fs: FileSystem, local: str, target_dir: str, step: Ship) -> Entry:
+        now = self.clock.now_ms()
+        target = self.target_fs.join(target_dir, segment_name(step.start))
+        try:
+            copied = copy_segment(fs.input_file(local), self.target_fs, target)
+        except FileNotFoundError as e:
+            if e.filename not in (None, local) or fs.exists(local):
+                raise
+            return Entry("gap", step.start, step.end, now)  # deleted before it could be read
+        except CorruptBatchError as e:
+            return Entry("damaged", step.start, step.end, now, reason=str(e))
+        if not copied.published:
+            # An earlier run published it and stopped before its manifest entry: the same
+            # bytes are there, or something else is, which is not the shipper's to replace.
+            size, crc = crc_of(self.target_fs, target)
+            if (size, crc) != (copied.size, copied.crc32c):
+                raise OSError(f"{target} exists with other content ({size} bytes)")
+        return Entry(
+            "shipped",
+            step.start,
+            step.end,
+            now,
+            size=copied.size,
+            crc32c=copied.crc32c,
+            batches=copied.batches,
+            last_offset=copied.last_offset,
+        )
+
+    def _record(self, manifest: PartitionManifest, entry: Entry, line: str) -> None:
+        if line:
+            log.warning("%s", line)
+        manifest.add(entry)
