@@ -1,0 +1,171 @@
+"""``segcompact ship`` on real local files: a broker's partition directories as Kafka lays them
+out (its other files beside), shipped to a local target. No Spark: the shipper has none.
+
+One story, poll by poll: rolled segments ship and the active one does not, even as it grows;
+once it rolls, it ships whole with what was appended; a cleaner's rewrite of a shipped name is
+left alone; a segment deleted before it was shipped is a gap, named in the manifest and the log;
+a damaged segment is reported in one line and the others go on; a restart ships nothing twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import segcompact
+from segcompact.clock import ManualClock
+from segcompact.config.ship import parse_ship_config
+from segcompact.format.batch import build_batch
+from segcompact.format.record import Record
+from segcompact.format.writer import segment_name
+from segcompact.samples import SampleSegment
+from segcompact.ship.manifest import PartitionManifest
+from segcompact.ship.shipper import Shipper
+from segcompact.storage import LocalFileSystem
+
+NOW_MS = 1_700_000_000_000
+
+
+def batch(first: int, count: int = 5, key: bytes = b"k") -> bytes:
+    return build_batch(
+        [
+            Record(o, NOW_MS + o, key + b"%d" % (o % 3), b"v%d" % o)
+            for o in range(first, first + count)
+        ]
+    )
+
+
+def segment(directory: Path, base: int, batches: int = 2) -> Path:
+    """A segment of ``batches`` batches of 5 records from ``base``, with its indexes."""
+    return SampleSegment(base, [batch(base + 5 * i) for i in range(batches)]).write(directory)
+
+
+def shipper(log_dir: Path, to: Path, clock: ManualClock, topics: list[str]) -> Shipper:
+    config = parse_ship_config(
+        {"ship": {"log_dirs": [str(log_dir)], "to": str(to), "topics": topics}}, "ship.toml"
+    )
+    return Shipper(config, clock=clock)
+
+
+def shipped(to: Path, name: str) -> list[int]:
+    return sorted(int(p.name[:20]) for p in (to / name).glob("*.log"))
+
+
+def test_rolled_segments_ship_once_checked_and_gaps_are_named(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    log_dir, to = tmp_path / "kafka", tmp_path / "lake"
+    orders, users, damaged = log_dir / "orders-0", log_dir / "users-0", log_dir / "orders-1"
+    for d in (orders, users, damaged):
+        d.mkdir(parents=True)
+    for base in (0, 10, 20):
+        segment(orders, base)
+        segment(users, base)
+        segment(damaged, base)
+    (orders / "leader-epoch-checkpoint").write_text("0\n")
+    (orders / "00000000000000000020.snapshot").write_bytes(b"x")
+    (log_dir / "__cluster_metadata-0").mkdir()
+    broken = damaged / segment_name(0)
+    data = bytearray(broken.read_bytes())
+    data[-3] ^= 0xFF  # the first segment's last batch: its CRC-32C fails
+    broken.write_bytes(bytes(data))
+    clock = ManualClock(NOW_MS)
+    caplog.set_level(logging.WARNING, "segcompact")
+
+    result = shipper(log_dir, to, clock, ["orders"]).poll()
+    assert (result.shipped, result.damaged, result.gaps, result.errors) == (3, 1, 0, 0)
+    assert shipped(to, "orders-0") == [0, 10]  # 20 is active
+    assert shipped(to, "orders-1") == [10]  # 0 damaged, the next one went on
+    assert not (to / "users-0").exists()  # not selected
+    for base in (0, 10):
+        assert (to / "orders-0" / segment_name(base)).read_bytes() == (
+            orders / segment_name(base)
+        ).read_bytes()
+    damage = [r.getMessage() for r in caplog.records if "damaged" in r.getMessage()]
+    assert len(damage) == 1 and "\n" not in damage[0]
+    assert str(broken) in damage[0] and "CRC" in damage[0]
+    assert [e.kind for e in PartitionManifest(LocalFileSystem(), str(to / "orders-1")).read()] == [
+        "damaged",
+        "shipped",
+    ]
+
+    # The active segment grows: still not shipped.
+    active = (orders / segment_name(20)).read_bytes()
+    with (orders / segment_name(20)).open("ab") as f:
+        f.write(batch(30))
+    assert shipper(log_dir, to, clock, ["orders"]).poll().shipped == 0
+    assert shipped(to, "orders-0") == [0, 10]
+
+    # It rolls: it ships whole, with the batch appended after an earlier look.
+    segment(orders, 35)
+    assert shipper(log_dir, to, clock, ["orders"]).poll().shipped == 1
+    grown = (to / "orders-0" / segment_name(20)).read_bytes()
+    assert grown == (orders / segment_name(20)).read_bytes()
+    assert grown == active + batch(30)
+
+    # The cleaner rewrites 0 (a subset of its records): not shipped again.
+    first = (to / "orders-0" / segment_name(0)).read_bytes()
+    (orders / segment_name(0)).write_bytes(batch(5))
+    # Retention deletes 35 before it is shipped; 45 rolls, 55 is active.
+    segment(orders, 45)
+    segment(orders, 55)
+    for suffix in (".log", ".index", ".timeindex"):
+        (orders / segment_name(35, suffix)).unlink()
+    caplog.clear()
+    result = shipper(log_dir, to, clock, ["orders"]).poll()
+    assert (result.shipped, result.gaps) == (1, 1)
+    assert (to / "orders-0" / segment_name(0)).read_bytes() == first
+    assert shipped(to, "orders-0") == [0, 10, 20, 45]
+    entries = PartitionManifest(LocalFileSystem(), str(to / "orders-0")).read()
+    assert [(e.kind, e.start, e.end) for e in entries] == [
+        ("shipped", 0, 10),
+        ("shipped", 10, 20),
+        ("shipped", 20, 35),
+        ("gap", 35, 45),
+        ("shipped", 45, 55),
+    ]
+    assert entries[2].size == len(grown) and entries[2].last_offset == 34
+    gaps = [r.getMessage() for r in caplog.records if "gap" in r.getMessage()]
+    assert gaps == ["orders-0: gap, offsets 35 to 44: deleted before it was shipped"]
+
+    # A restart: nothing twice, and no temporary file left behind.
+    again = shipper(log_dir, to, clock, ["orders"]).poll()
+    assert (again.shipped, again.gaps, again.damaged) == (0, 0, 0)
+    assert not [p for p in to.rglob("*") if p.name.endswith(".tmp")]
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(Path(segcompact.__file__).parents[1])}
+    return subprocess.run(
+        [sys.executable, "-m", "segcompact.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_command_ships_once_and_refuses_a_bad_file_in_one_line(tmp_path: Path) -> None:
+    log_dir, to = tmp_path / "kafka", tmp_path / "lake"
+    for base in (0, 10):
+        segment(log_dir / "orders-0", base)
+    config = tmp_path / "ship.toml"
+    config.write_text(f'[ship]\nlog_dirs = ["{log_dir}"]\nto = "{to}"\ntopics_regex = "ord.*"\n')
+    done = cli("ship", "--config", str(config), "--once", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("shipped 1 segments")
+    assert shipped(to, "orders-0") == [0]
+
+    config.write_text(
+        f'[ship]\nlog_dirs = ["{tmp_path / "nowhere"}"]\nto = "{to}"\ntopics = ["a"]\n'
+    )
+    done = cli("ship", "--config", str(config), "--once", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "nowhere does not exist" in done.stderr
