@@ -19,6 +19,7 @@ from segcompact.format.io import InputStream, OutputStream
 from segcompact.storage.base import FileInfo, OnFileSystem
 
 _READ_BLOCK = 8 << 20  # one ranged GET per 8 MiB of a segment
+_PART = 8 << 20  # a streamed upload holds one part in memory (S3's least is 5 MiB)
 
 
 class ObjectStore:
@@ -119,7 +120,7 @@ class ObjectStore:
         return ObjectOutputDirectory(self.fs, path)
 
     def new_file(self, path: str) -> ObjectNewFile:
-        return ObjectNewFile(self.fs.open(path, "xb"))
+        return ObjectNewFile(self.fs.open(path, "xb", block_size=_PART))
 
     def remove(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
