@@ -46,6 +46,7 @@ class PartitionResult:
     damaged: list[Entry] = field(default_factory=list)
     errors: int = 0
     waiting: list[tuple[int, int | None]] = field(default_factory=list)  # (size, modified ms)
+    unknown: bool = False  # what waits could not be told
 
 
 @dataclass(slots=True)
@@ -58,7 +59,7 @@ class PollResult:
     gaps: int = 0
     damaged: int = 0
     errors: int = 0
-    unknown: bool = False  # a log dir could not be listed: what waits there is not known
+    unknown: bool = False  # a directory could not be listed: what waits there is not known
 
     def line(self) -> str:
         return (
@@ -167,6 +168,7 @@ class Shipper:
             total.gaps += len(r.gaps)
             total.damaged += len(r.damaged)
             total.errors += r.errors
+            total.unknown = total.unknown or r.unknown
             for size, modified in r.waiting:
                 waiting += 1
                 waiting_bytes += size
@@ -193,12 +195,19 @@ class Shipper:
         manifest = PartitionManifest(self.target_fs, target_dir)
         try:
             files = {f.name: f for f in fs.list_dir(path) if not f.is_dir}
-            entries = manifest.read()
         except FileNotFoundError:
             return result  # the partition was deleted or moved meanwhile
         except OSError as e:
             log.error("%s: cannot be listed (%s)", path, e.strerror or e)
             result.errors += 1
+            result.unknown = True
+            return result
+        try:
+            entries = manifest.read()
+        except OSError as e:
+            log.error("%s: cannot be read (%s)", manifest.dir, e.strerror or e)
+            result.errors += 1
+            result.unknown = True  # what was shipped, and so what waits, is not known
             return result
         steps = plan(Listing.of(files), shipped_to(entries))
         for i, step in enumerate(steps):
