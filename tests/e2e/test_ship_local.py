@@ -9,10 +9,15 @@ a damaged segment is reported in one line and the others go on; a restart ships 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import signal
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -169,3 +174,63 @@ def test_the_command_ships_once_and_refuses_a_bad_file_in_one_line(tmp_path: Pat
     done = cli("ship", "--config", str(config), "--once", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "nowhere does not exist" in done.stderr
+
+
+def _scrape(port: int) -> dict[str, float]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+    except OSError:
+        return {}  # not serving yet
+    return {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line and not line.startswith("#")
+    }
+
+
+def test_the_continuous_shipper_serves_metrics_and_stops_on_sigterm(tmp_path: Path) -> None:
+    log_dir, to = tmp_path / "kafka", tmp_path / "lake"
+    for base in (0, 10):
+        segment(log_dir / "orders-0", base)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = tmp_path / "ship.toml"
+    config.write_text(
+        f'[ship]\nlog_dirs = ["{log_dir}"]\nto = "{to}"\ntopics = ["orders"]\n'
+        f"poll_interval_ms = 100\n[metrics]\nport = {port}\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(segcompact.__file__).parents[1])}
+    shipper = subprocess.Popen(
+        [sys.executable, "-m", "segcompact.cli", "ship", "--config", str(config)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+
+        def shipped_count(n: int) -> bool:
+            deadline = time.monotonic() + 60  # a bound, not a pass condition
+            while time.monotonic() < deadline and shipper.poll() is None:
+                if _scrape(port).get("segcompact_ship_segments_total") == n:
+                    return True
+                time.sleep(0.05)  # waiting for the next poll
+            return False
+
+        assert shipped_count(1)
+        assert _scrape(port)["segcompact_ship_lag_seconds"] == 0.0
+        segment(log_dir / "orders-0", 20)  # 10 rolls: the next poll ships it
+        assert shipped_count(2)
+        shipper.send_signal(signal.SIGTERM)
+        out, err = shipper.communicate(timeout=60)
+    finally:
+        if shipper.poll() is None:
+            shipper.kill()
+    assert shipper.returncode == 0, err
+    assert out == ""  # the continuous run logs; it prints no summary
+    assert "shipped 1 segments" in err  # the log line of each poll
+    leases = sorted((to / ".segcompact-ship").rglob("*.json"))
+    assert len(leases) == 1 and json.loads(leases[0].read_text())["released"] is True
