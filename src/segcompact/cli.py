@@ -253,15 +253,17 @@ def _advance(bar: tqdm[Any], backlog: Backlog, batch_id: int) -> None:
 def _status(args: argparse.Namespace) -> int:
     config = _load(args.config)
     from segcompact.clock import job_clock
+    from segcompact.ship.gaps import not_shipped
     from segcompact.status import read_status, skipped, text
 
     now = job_clock().now_ms()
     rows = read_status(config, now, lambda: _ensured(config))
     not_read = skipped(config)
+    gaps = not_shipped(config.source.paths, config.storage)  # by segcompact ship
     if args.format == "json":
-        print(json.dumps({"partitions": rows, "skipped": not_read}, indent=2))
+        print(json.dumps({"partitions": rows, "skipped": not_read, "not_shipped": gaps}, indent=2))
     else:
-        print(text(rows, now, wide=args.wide, skipped=not_read))
+        print(text(rows, now, wide=args.wide, skipped=[*not_read, *gaps]))
     return 0
 
 

@@ -19,6 +19,9 @@ from segcompact.format.logdir import parse_partition_dir, why_not_partition_dir
 from segcompact.storage import FileInfo, FileSystem, Storage
 
 _SEGMENT_FILE = re.compile(r"^(?P<base>[0-9]{20})\.log$")
+# segcompact's own folder in a source root: the shipper's leases and its list of what it could
+# not ship (segcompact.ship). Not a partition, and not worth a "skipped" line either.
+SHIPPER_DIR = ".segcompact-ship"
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +104,7 @@ def discover(
         fs, root = _existing(root, storage)
         for entry in fs.list_dir(root):
             parsed = parse_partition_dir(entry.name) if entry.is_dir else None
-            if parsed is None and entry.is_dir:
+            if parsed is None and entry.is_dir and entry.name != SHIPPER_DIR:
                 _skipping(entry)
             if parsed is None or not _inside(fs, entry.path, root):
                 continue
@@ -144,7 +147,8 @@ def skipped_directories(roots: Iterable[str], storage: Storage) -> list[Skipped]
             skipped.append(Skipped(path, f"source root cannot be listed: {e.strerror or e}"))
             continue
         for entry in entries:
-            why = why_not_partition_dir(entry.name) if entry.is_dir else None
+            own = entry.name == SHIPPER_DIR
+            why = why_not_partition_dir(entry.name) if entry.is_dir and not own else None
             if why is not None:
                 skipped.append(Skipped(entry.path, f"not a partition directory: {why}"))
     return sorted(skipped, key=lambda s: s.path)

@@ -25,13 +25,15 @@ import pytest
 import segcompact
 from segcompact.clock import ManualClock
 from segcompact.config.ship import parse_ship_config
+from segcompact.discovery import skipped_directories
 from segcompact.format.batch import build_batch
 from segcompact.format.record import Record
 from segcompact.format.writer import segment_name
 from segcompact.samples import SampleSegment
+from segcompact.ship.gaps import not_shipped
 from segcompact.ship.manifest import PartitionManifest
 from segcompact.ship.shipper import Shipper
-from segcompact.storage import LocalFileSystem
+from segcompact.storage import LocalFileSystem, Storage
 
 NOW_MS = 1_700_000_000_000
 
@@ -137,6 +139,21 @@ def test_rolled_segments_ship_once_checked_and_gaps_are_named(
     assert entries[2].size == len(grown) and entries[2].last_offset == 34
     gaps = [r.getMessage() for r in caplog.records if "gap" in r.getMessage()]
     assert gaps == ["orders-0: gap, offsets 35 to 44: deleted before it was shipped"]
+
+    # What status shows for the shipped copy: the gap and the damaged segment, each once; the
+    # shipper's own folder is not a "skipped" directory.
+    assert not_shipped([str(to)], Storage()) == [
+        {
+            "path": str(to / "orders-0"),
+            "reason": "not shipped (gap): offsets 35 to 44: " + "deleted before it was shipped",
+        },
+        {
+            "path": str(to / "orders-1"),
+            "reason": "not shipped (damaged): offsets 0 to 9: "
+            + damage[0].split("not shipped: ", 1)[1],
+        },
+    ]
+    assert skipped_directories([str(to)], Storage()) == []
 
     # A restart: nothing twice, and no temporary file left behind.
     again = shipper(log_dir, to, clock, ["orders"]).poll()

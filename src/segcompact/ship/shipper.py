@@ -22,16 +22,16 @@ from dataclasses import dataclass, field
 
 from segcompact.clock import Clock, SystemClock
 from segcompact.config.ship import ShipConfig, ShipSettings
+from segcompact.discovery import SHIPPER_DIR
 from segcompact.errors import ConfigError, CorruptBatchError
 from segcompact.format.logdir import parse_partition_dir
 from segcompact.lease import Lease
+from segcompact.ship import gaps
 from segcompact.ship.manifest import Entry, PartitionManifest, shipped_to
 from segcompact.ship.metrics import ShipMetrics
 from segcompact.ship.rules import Gap, Listing, Ship, TopicSelection, plan, segment_name
 from segcompact.ship.upload import copy_segment, crc_of
 from segcompact.storage import FileInfo, FileSystem, Storage
-
-LEASES_DIR = ".segcompact-ship"  # in the target root: one lease folder per log dir
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ class Shipper:
         for log_dir in self.settings.log_dirs:
             fs, path = self.storage.resolve(log_dir)
             name = log_dir_id(fs, path)
-            places.append(self.target_fs.join(self.target, LEASES_DIR, name))
+            places.append(self.target_fs.join(self.target, SHIPPER_DIR, name))
         return Lease(
             places,
             self.storage,
@@ -213,7 +213,7 @@ class Shipper:
         for i, step in enumerate(steps):
             if isinstance(step, Gap):
                 entry = Entry("gap", step.start, step.end, self.clock.now_ms())
-                self._record(manifest, entry, f"{name}: gap, {entry.describe()}")
+                self._record(manifest, name, entry, f"{name}: gap, {entry.describe()}")
                 result.gaps.append(entry)
                 continue
             assert isinstance(step, Ship)
@@ -226,14 +226,14 @@ class Shipper:
                 result.waiting = [self._waiting(fs, files, s) for s in steps[i:]]
                 return result
             if entry.kind == "shipped":
-                self._record(manifest, entry, "")
+                self._record(manifest, name, entry, "")
                 result.shipped += 1
                 result.bytes += entry.size
             elif entry.kind == "gap":
-                self._record(manifest, entry, f"{name}: gap, {entry.describe()}")
+                self._record(manifest, name, entry, f"{name}: gap, {entry.describe()}")
                 result.gaps.append(entry)
             else:
-                self._record(manifest, entry, f"{name}: damaged, not shipped: {entry.reason}")
+                self._record(manifest, name, entry, f"{name}: damaged, not shipped: {entry.reason}")
                 result.damaged.append(entry)
         return result
 
@@ -276,7 +276,11 @@ class Shipper:
             last_offset=copied.last_offset,
         )
 
-    def _record(self, manifest: PartitionManifest, entry: Entry, line: str) -> None:
+    def _record(self, manifest: PartitionManifest, name: str, entry: Entry, line: str) -> None:
+        """Write ``entry`` to ``name``'s manifest (and a gap or damage to the root's list of
+        what was not shipped), logging ``line``."""
         if line:
             log.warning("%s", line)
         manifest.add(entry)
+        if entry.kind != "shipped":
+            gaps.record(self.target_fs, self.target, name, entry)
