@@ -251,3 +251,29 @@ def test_the_continuous_shipper_serves_metrics_and_stops_on_sigterm(tmp_path: Pa
     assert "shipped 1 segments" in err  # the log line of each poll
     leases = sorted((to / ".segcompact-ship").rglob("*.json"))
     assert len(leases) == 1 and json.loads(leases[0].read_text())["released"] is True
+
+
+def test_replicas_on_two_brokers_are_shipped_by_one_of_them(tmp_path: Path) -> None:
+    # Two brokers hold replicas of orders-0, rolled at other offsets; each runs a shipper to
+    # the same root. One ships it; the other leaves it, and says so.
+    to = tmp_path / "lake"
+    brokers = [tmp_path / "broker-1", tmp_path / "broker-2"]
+    for i, log_dir in enumerate(brokers):
+        (log_dir).mkdir()
+        (log_dir / "meta.properties").write_text(f"node.id={i + 1}\ndirectory.id=dir-{i + 1}\n")
+    for base in (0, 10, 20):
+        segment(brokers[0] / "orders-0", base)
+    for base in (0, 15, 20):
+        segment(brokers[1] / "orders-0", base, batches=3 if base == 0 else 1)
+    segment(brokers[1] / "orders-1", 0)
+    segment(brokers[1] / "orders-1", 10)
+    clock = ManualClock(NOW_MS)
+    first = shipper(brokers[0], to, clock, ["orders"]).poll()
+    second = shipper(brokers[1], to, clock, ["orders"]).poll()
+    assert (first.partitions, first.elsewhere, first.shipped) == (1, 0, 2)
+    assert (second.partitions, second.elsewhere, second.shipped) == (1, 1, 1)  # orders-1 only
+    assert "1 more shipped from another log dir" in second.line()
+    entries = PartitionManifest(LocalFileSystem(), str(to / "orders-0")).read()
+    assert [(e.start, e.end) for e in entries] == [(0, 10), (10, 20)]  # broker 1's boundaries
+    owner = json.loads((to / "orders-0" / ".ship" / "owner.json").read_text())
+    assert owner == {"log_dir": "dir-1"}

@@ -10,6 +10,10 @@ An entry covers offsets ``[start, end)``, ``end`` being the next segment's base 
   size, CRC-32C of the whole file, batch count and last offset;
 - ``gap``: those offsets were deleted by the broker before they were shipped;
 - ``damaged``: the local segment failed its checks (``reason`` says where) and was not shipped.
+
+Beside the entries, ``owner.json`` names the log dir whose shipper ships the partition: with
+replication, every broker holding a replica runs a shipper to the same root, and the replicas'
+segments need not start at the same offsets, so one of them (the first to claim it) ships it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from segcompact.errors import SegcompactError
 from segcompact.storage import FileSystem
 
 MANIFEST_DIR = ".ship"
+OWNER = "owner.json"  # which log dir ships this partition (the first to claim it)
 _ENTRY = re.compile(r"^(?P<start>[0-9]{20})\.json$")
 
 Kind = Literal["shipped", "gap", "damaged"]
@@ -96,3 +101,15 @@ class PartitionManifest:
         earlier run that stopped before it went on)."""
         self.fs.makedirs(self.dir)
         return self.fs.create_exclusive(self.path(entry.start), entry.to_json())
+
+    def owner(self, log_dir_id: str) -> str:
+        """The log dir that ships this partition: the one named in ``owner.json``, or
+        ``log_dir_id``, claimed now when none is."""
+        path = self.fs.join(self.dir, OWNER)
+        self.fs.makedirs(self.dir)
+        if self.fs.create_exclusive(path, json.dumps({"log_dir": log_dir_id}).encode()):
+            return log_dir_id
+        try:
+            return str(json.loads(self.fs.read_bytes(path))["log_dir"])
+        except (ValueError, TypeError, KeyError) as e:
+            raise SegcompactError(f"{path}: not a shipper's owner file ({e})") from None

@@ -47,6 +47,7 @@ class PartitionResult:
     errors: int = 0
     waiting: list[tuple[int, int | None]] = field(default_factory=list)  # (size, modified ms)
     unknown: bool = False  # what waits could not be told
+    elsewhere: bool = False  # another broker's shipper ships this partition
 
 
 @dataclass(slots=True)
@@ -54,6 +55,7 @@ class PollResult:
     """What one poll did, summed over partitions."""
 
     partitions: int = 0
+    elsewhere: int = 0  # partitions another broker's shipper ships
     shipped: int = 0
     bytes: int = 0
     gaps: int = 0
@@ -64,7 +66,8 @@ class PollResult:
     def line(self) -> str:
         return (
             f"shipped {self.shipped} segments ({self.bytes} bytes) of {self.partitions} "
-            f"partitions; {self.gaps} gaps, {self.damaged} damaged, {self.errors} errors"
+            f"partitions ({self.elsewhere} more shipped from another log dir); "
+            f"{self.gaps} gaps, {self.damaged} damaged, {self.errors} errors"
         )
 
 
@@ -105,6 +108,7 @@ class Shipper:
         self.topics = selection(config.ship)
         self.target_fs, self.target = self.storage.resolve(config.ship.to)
         self.target = self.target_fs.abspath(self.target)
+        self._owners: dict[str, str] = {}  # partition → the log dir that ships it, once read
 
     def check(self) -> None:
         """Raise :class:`ConfigError` for a log dir that is not there, or a target that
@@ -141,7 +145,7 @@ class Shipper:
 
     def poll(self) -> PollResult:
         """Look at every partition once, ship what has rolled, record gaps."""
-        jobs: list[tuple[str, int, FileSystem, str]] = []
+        jobs: list[tuple[str, int, FileSystem, str, str]] = []
         total = PollResult()
         for log_dir in self.settings.log_dirs:
             fs, root = self.storage.resolve(log_dir)
@@ -152,16 +156,20 @@ class Shipper:
                 total.errors += 1
                 total.unknown = True
                 continue
+            me = log_dir_id(fs, fs.abspath(root))
             for entry in entries:
                 parsed = parse_partition_dir(entry.name) if entry.is_dir else None
                 if parsed is not None and parsed[0] in self.topics:
-                    jobs.append((parsed[0], parsed[1], fs, entry.path))
+                    jobs.append((parsed[0], parsed[1], fs, entry.path, me))
         jobs.sort(key=lambda j: (j[0], j[1]))
         with ThreadPoolExecutor(self.settings.uploads, thread_name_prefix="ship") as pool:
             results = list(pool.map(lambda job: self.partition(*job), jobs))
         oldest: int | None = None
         waiting_bytes = waiting = 0
         for r in results:
+            if r.elsewhere:
+                total.elsewhere += 1
+                continue
             total.partitions += 1
             total.shipped += r.shipped
             total.bytes += r.bytes
@@ -181,14 +189,17 @@ class Shipper:
         self.metrics.damaged.inc(total.damaged)
         self.metrics.errors.inc(total.errors)
         if total.unknown:
-            self.metrics.lag(None, 0, 0)
+            self.metrics.lag(None, 0, 0, 0, 0)
         else:
             age = 0.0 if oldest is None else max(0, self.clock.now_ms() - oldest) / 1000
-            self.metrics.lag(age, waiting_bytes, waiting)
+            self.metrics.lag(age, waiting_bytes, waiting, total.partitions, total.elsewhere)
         return total
 
-    def partition(self, topic: str, partition: int, fs: FileSystem, path: str) -> PartitionResult:
-        """Ship one partition's rolled segments, in offset order."""
+    def partition(
+        self, topic: str, partition: int, fs: FileSystem, path: str, log_dir: str
+    ) -> PartitionResult:
+        """Ship one partition's rolled segments, in offset order, if the log dir ``log_dir``
+        (its id) is the one that ships it."""
         result = PartitionResult()
         name = f"{topic}-{partition}"
         target_dir = self.target_fs.join(self.target, name)
@@ -203,6 +214,11 @@ class Shipper:
             result.unknown = True
             return result
         try:
+            owner = self._owners.get(name) or manifest.owner(log_dir)
+            self._owners[name] = owner
+            if owner != log_dir:
+                result.elsewhere = True
+                return result
             entries = manifest.read()
         except OSError as e:
             log.error("%s: cannot be read (%s)", manifest.dir, e.strerror or e)
