@@ -94,6 +94,7 @@ def test_kill_mid_upload_then_restart_loses_and_doubles_nothing(
     assert sorted(p.rsplit("/", 1)[1] for p in client.find(prefix)) == [
         "00000000000000000000.json",
         "00000000000000000000.log",
+        "owner.json",
     ]  # the big one's upload is not under its name, half or whole
     assert client.find(f"{prefix}/00000000000000000005.log") == []
 
