@@ -34,6 +34,7 @@ from segcompact.ship.gaps import not_shipped
 from segcompact.ship.manifest import PartitionManifest
 from segcompact.ship.shipper import Shipper
 from segcompact.storage import LocalFileSystem, Storage
+from tests.support.ship import manifest_entries
 
 NOW_MS = 1_700_000_000_000
 
@@ -96,7 +97,9 @@ def test_rolled_segments_ship_once_checked_and_gaps_are_named(
     damage = [r.getMessage() for r in caplog.records if "damaged" in r.getMessage()]
     assert len(damage) == 1 and "\n" not in damage[0]
     assert str(broken) in damage[0] and "CRC" in damage[0]
-    assert [e.kind for e in PartitionManifest(LocalFileSystem(), str(to / "orders-1")).read()] == [
+    assert [
+        e.kind for e in manifest_entries(PartitionManifest(LocalFileSystem(), str(to / "orders-1")))
+    ] == [
         "damaged",
         "shipped",
     ]
@@ -128,7 +131,7 @@ def test_rolled_segments_ship_once_checked_and_gaps_are_named(
     assert (result.shipped, result.gaps) == (1, 1)
     assert (to / "orders-0" / segment_name(0)).read_bytes() == first
     assert shipped(to, "orders-0") == [0, 10, 20, 45]
-    entries = PartitionManifest(LocalFileSystem(), str(to / "orders-0")).read()
+    entries = manifest_entries(PartitionManifest(LocalFileSystem(), str(to / "orders-0")))
     assert [(e.kind, e.start, e.end) for e in entries] == [
         ("shipped", 0, 10),
         ("shipped", 10, 20),
@@ -273,7 +276,23 @@ def test_replicas_on_two_brokers_are_shipped_by_one_of_them(tmp_path: Path) -> N
     assert (first.partitions, first.elsewhere, first.shipped) == (1, 0, 2)
     assert (second.partitions, second.elsewhere, second.shipped) == (1, 1, 1)  # orders-1 only
     assert "1 more shipped from another log dir" in second.line()
-    entries = PartitionManifest(LocalFileSystem(), str(to / "orders-0")).read()
+    entries = manifest_entries(PartitionManifest(LocalFileSystem(), str(to / "orders-0")))
     assert [(e.start, e.end) for e in entries] == [(0, 10), (10, 20)]  # broker 1's boundaries
     owner = json.loads((to / "orders-0" / ".ship" / "owner.json").read_text())
     assert owner == {"log_dir": "dir-1"}
+
+
+def test_a_poll_with_nothing_to_ship_reads_nothing_of_the_target(tmp_path: Path) -> None:
+    log_dir, to = tmp_path / "kafka", tmp_path / "lake"
+    for base in (0, 10):
+        segment(log_dir / "orders-0", base)
+    running = shipper(log_dir, to, ManualClock(NOW_MS), ["orders"])
+    assert running.poll().shipped == 1
+    to.rename(tmp_path / "moved")  # any read of the target would now fail
+    idle = running.poll()
+    assert (idle.shipped, idle.errors, idle.partitions) == (0, 0, 1)
+    to.mkdir()  # a roll: the next poll writes again, where it left off
+    (tmp_path / "moved" / "orders-0").rename(to / "orders-0")
+    segment(log_dir / "orders-0", 20)
+    assert running.poll().shipped == 1
+    assert shipped(to, "orders-0") == [0, 10]

@@ -27,6 +27,7 @@ from tests.e2e.harness import delta_rows, run_cli
 from tests.support.jvm import kafka_jars_available, missing_kafka_message
 from tests.support.kafka_broker import KafkaBroker
 from tests.support.minio import MinioServer
+from tests.support.ship import manifest_entries
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -114,7 +115,7 @@ def test_broker_to_shipper_to_object_store_to_job(
         # The cleaner rewrites what was shipped; nothing is shipped again, nothing is a gap.
         deadline = time.monotonic() + _WAIT_S
         fs, path = shipper.storage.resolve(f"{target}/{TOPIC}-0")
-        entries = PartitionManifest(fs, path).read()
+        entries = manifest_entries(PartitionManifest(fs, path))
         sizes = {e.start: e.size for e in entries}
         while all(_logs(partition).get(b) == s for b, s in sizes.items()):
             assert time.monotonic() < deadline, "the broker's cleaner did not run"

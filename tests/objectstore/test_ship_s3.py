@@ -21,6 +21,7 @@ from segcompact.samples import SampleSegment
 from segcompact.ship.manifest import PartitionManifest
 from segcompact.storage import Storage
 from tests.support.minio import MinioServer
+from tests.support.ship import manifest_entries
 
 BIG_BATCHES = 40  # of 1 MiB each: five multipart parts of 8 MiB and more
 _TIMEOUT_S = 120  # a bound on a shipper that never gets there, not a pass condition
@@ -106,7 +107,7 @@ def test_kill_mid_upload_then_restart_loses_and_doubles_nothing(
         assert crc32c(client.cat_file(f"{prefix}/{local.name}")) == crc32c(local.read_bytes())
     storage = Storage.of(minio.spark_settings())
     fs, path = storage.resolve(f"s3a://{prefix}")
-    entries = PartitionManifest(fs, path).read()
+    entries = manifest_entries(PartitionManifest(fs, path))
     assert [(e.kind, e.start, e.end) for e in entries] == [
         ("shipped", 0, 5),
         ("shipped", 5, 5 + BIG_BATCHES),
@@ -120,7 +121,7 @@ def test_kill_mid_upload_then_restart_loses_and_doubles_nothing(
     out, err = third.communicate(timeout=_TIMEOUT_S)
     assert third.returncode == 0, err
     assert out.startswith("shipped 1 segments")  # recorded, from the object already there
-    restored = PartitionManifest(fs, path).read()
+    restored = manifest_entries(PartitionManifest(fs, path))
     assert [(e.start, e.size, e.crc32c) for e in restored] == [
         (e.start, e.size, e.crc32c) for e in entries
     ]

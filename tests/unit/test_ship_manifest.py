@@ -9,10 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from segcompact.errors import SegcompactError
-from segcompact.ship.manifest import KINDS, Entry, PartitionManifest, shipped_to
+from segcompact.ship.manifest import KINDS, Entry, PartitionManifest
 from segcompact.storage import LocalFileSystem
+from tests.support.ship import manifest_entries
 
-entries = st.builds(
+any_entry = st.builds(
     lambda kind, start, length, t, size, crc, reason: Entry(
         kind, start, start + length, t, size=size, crc32c=crc, reason=reason
     ),
@@ -26,21 +27,20 @@ entries = st.builds(
 )
 
 
-@given(entries)
+@given(any_entry)
 def test_an_entry_reads_back_as_written(entry: Entry) -> None:
     assert Entry.from_json(entry.to_json(), "x") == entry
 
 
 def test_entries_are_read_in_offset_order_and_written_once(tmp_path: Path) -> None:
     manifest = PartitionManifest(LocalFileSystem(), str(tmp_path / "orders-0"))
-    assert manifest.read() == []
+    assert manifest_entries(manifest) == [] and manifest.last() is None
     later = Entry("gap", 100, 300, 5)
     first = Entry("shipped", 0, 100, 4, size=10, crc32c=7, batches=1, last_offset=99)
     assert manifest.add(later) and manifest.add(first)
     assert not manifest.add(Entry("shipped", 0, 100, 9))  # never rewritten
-    assert manifest.read() == [first, later]
-    assert shipped_to(manifest.read()) == 300
-    assert shipped_to([]) is None
+    assert manifest_entries(manifest) == [first, later]
+    assert manifest.last() == later  # where shipping resumes: offset 300
 
 
 @pytest.mark.parametrize(
@@ -51,7 +51,7 @@ def test_an_entry_that_is_not_one_is_named(tmp_path: Path, data: bytes) -> None:
     Path(manifest.dir).mkdir()
     Path(manifest.path(0)).write_bytes(data)
     with pytest.raises(SegcompactError, match=r"00000000000000000000\.json: not a shipper"):
-        manifest.read()
+        manifest.last()
 
 
 def test_a_gap_says_which_offsets_are_missing() -> None:

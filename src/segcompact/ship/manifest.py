@@ -68,11 +68,6 @@ class Entry:
         return entry
 
 
-def shipped_to(entries: list[Entry]) -> int | None:
-    """The offset the manifest covers up to; None when it is empty."""
-    return max((e.end for e in entries), default=None)
-
-
 class PartitionManifest:
     """The manifest of one partition directory under the shipper's target."""
 
@@ -83,18 +78,18 @@ class PartitionManifest:
     def path(self, start: int) -> str:
         return self.fs.join(self.dir, f"{start:020d}.json")
 
-    def read(self) -> list[Entry]:
-        """Every entry, in offset order ([] when there is none)."""
+    def last(self) -> Entry | None:
+        """The entry that goes furthest (the one that starts last): where shipping resumes,
+        for one listing and one read however long the manifest is."""
         try:
             found = self.fs.list_dir(self.dir)
         except FileNotFoundError:
-            return []
-        entries = [
-            Entry.from_json(self.fs.read_bytes(f.path), f.path)
-            for f in found
-            if not f.is_dir and _ENTRY.match(f.name)
-        ]
-        return sorted(entries, key=lambda e: e.start)
+            return None
+        names = sorted(f.name for f in found if not f.is_dir and _ENTRY.match(f.name))
+        if not names:
+            return None
+        path = self.fs.join(self.dir, names[-1])
+        return Entry.from_json(self.fs.read_bytes(path), path)
 
     def add(self, entry: Entry) -> bool:
         """Write ``entry``; False when one is there for its start already (written by an

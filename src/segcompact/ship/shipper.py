@@ -27,7 +27,7 @@ from segcompact.errors import ConfigError, CorruptBatchError
 from segcompact.format.logdir import parse_partition_dir
 from segcompact.lease import Lease
 from segcompact.ship import gaps
-from segcompact.ship.manifest import Entry, PartitionManifest, shipped_to
+from segcompact.ship.manifest import Entry, PartitionManifest
 from segcompact.ship.metrics import ShipMetrics
 from segcompact.ship.rules import Gap, Listing, Ship, TopicSelection, plan, segment_name
 from segcompact.ship.upload import copy_segment, crc_of
@@ -108,7 +108,10 @@ class Shipper:
         self.topics = selection(config.ship)
         self.target_fs, self.target = self.storage.resolve(config.ship.to)
         self.target = self.target_fs.abspath(self.target)
-        self._owners: dict[str, str] = {}  # partition → the log dir that ships it, once read
+        # What this process knows of the target, read once a partition: it is the only writer
+        # of what it owns (the lease, owner.json), so a poll with nothing to ship reads nothing.
+        self._owners: dict[str, str] = {}  # partition → the log dir that ships it
+        self._shipped_to: dict[str, int | None] = {}  # partition → where its manifest ends
 
     def check(self) -> None:
         """Raise :class:`ConfigError` for a log dir that is not there, or a target that
@@ -219,13 +222,15 @@ class Shipper:
             if owner != log_dir:
                 result.elsewhere = True
                 return result
-            entries = manifest.read()
+            if name not in self._shipped_to:
+                last = manifest.last()
+                self._shipped_to[name] = None if last is None else last.end
         except OSError as e:
             log.error("%s: cannot be read (%s)", manifest.dir, e.strerror or e)
             result.errors += 1
             result.unknown = True  # what was shipped, and so what waits, is not known
             return result
-        steps = plan(Listing.of(files), shipped_to(entries))
+        steps = plan(Listing.of(files), self._shipped_to[name])
         for i, step in enumerate(steps):
             if isinstance(step, Gap):
                 entry = Entry("gap", step.start, step.end, self.clock.now_ms())
@@ -298,5 +303,6 @@ class Shipper:
         if line:
             log.warning("%s", line)
         manifest.add(entry)
+        self._shipped_to[name] = entry.end
         if entry.kind != "shipped":
             gaps.record(self.target_fs, self.target, name, entry)
