@@ -126,3 +126,51 @@ def test_kill_mid_upload_then_restart_loses_and_doubles_nothing(
         (e.start, e.size, e.crc32c) for e in entries
     ]
     assert client.info(f"{prefix}/{big.name}")["LastModified"] == modified
+
+
+# The command, then its peak RSS on stderr: VmHWM of its own image (a fork's rusage would
+# count the test process it was forked from, before exec).
+_MEASURED = (
+    "import re, sys\n"
+    "from segcompact.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "status = open('/proc/self/status').read()\n"
+    "print('VmHWM', re.search(r'VmHWM:\\s+(\\d+) kB', status)[1], file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def _peak_rss_mib(config: Path, cwd: Path) -> float:
+    """The peak RSS of one ``ship --once`` run, which must succeed."""
+    env = {**os.environ, "PYTHONPATH": str(Path(segcompact.__file__).parents[1])}
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURED, "ship", "--config", str(config), "--once"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=_TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("shipped 1 segments")
+    return int(done.stderr.rsplit("VmHWM ", 1)[1]) / 1024
+
+
+def test_memory_does_not_grow_with_the_segment(minio: MinioServer, tmp_path: Path) -> None:
+    # One batch read and one 8 MiB part buffered at a time: a segment 8 times larger costs
+    # no more memory (the imports, s3fs's and botocore's, are most of what is there).
+    settings = "\n".join(f'"{k}" = "{v}"' for k, v in minio.spark_settings().items())
+    peaks = []
+    for mib in (16, 128):
+        bucket = minio.make_bucket(f"m-{uuid.uuid4().hex[:12]}")
+        log_dir = tmp_path / f"kafka-{mib}"
+        _segment(log_dir / "orders-0", 0, mib, 1 << 20)
+        _segment(log_dir / "orders-0", mib, 1, 100)
+        config = tmp_path / f"ship-{mib}.toml"
+        config.write_text(
+            f'[ship]\nlog_dirs = ["{log_dir}"]\nto = "s3a://{bucket}/segments"\n'
+            f'topics = ["orders"]\n[spark]\n{settings}\n'
+        )
+        peaks.append(_peak_rss_mib(config, tmp_path))
+    assert peaks[1] < peaks[0] + 16, peaks
