@@ -32,9 +32,10 @@ def ship(config_path: str, *, once: bool) -> PollResult | None:
                 f"{e.strerror or e}"
             ) from None
     stop = threading.Event()
-    with shipper.lease():
+    with shipper.lease() as lease:
         if once:
-            return shipper.poll()
+            return shipper.poll()  # a lease lost meanwhile fails the command as it ends
+        lease.on_lost = stop.set  # another shipper took the log dir over: stop after this poll
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())
         shipper.run(stop, once=False, wait=stop.wait)

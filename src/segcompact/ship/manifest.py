@@ -73,6 +73,7 @@ class PartitionManifest:
 
     def __init__(self, fs: FileSystem, partition_dir: str) -> None:
         self.fs = fs
+        self.partition_dir = partition_dir
         self.dir = fs.join(partition_dir, MANIFEST_DIR)
 
     def path(self, start: int) -> str:

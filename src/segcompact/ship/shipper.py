@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from segcompact.clock import Clock, SystemClock
 from segcompact.config.ship import ShipConfig, ShipSettings
 from segcompact.discovery import SHIPPER_DIR
-from segcompact.errors import ConfigError, CorruptBatchError
+from segcompact.errors import ConfigError, CorruptBatchError, SegcompactError
 from segcompact.format.logdir import parse_partition_dir
 from segcompact.lease import Lease
 from segcompact.ship import gaps
@@ -142,7 +142,8 @@ class Shipper:
         returns True when woken to stop (``stop.wait``, or a test's own)."""
         while not stop.is_set():
             result = self.poll()
-            log.info("%s", result.line())
+            if result.shipped or result.gaps or result.damaged or result.errors:
+                log.info("%s", result.line())  # a quiet poll is not worth a line every 10 s
             if once or wait(self.settings.poll_interval_ms / 1000):
                 return
 
@@ -205,8 +206,7 @@ class Shipper:
         (its id) is the one that ships it."""
         result = PartitionResult()
         name = f"{topic}-{partition}"
-        target_dir = self.target_fs.join(self.target, name)
-        manifest = PartitionManifest(self.target_fs, target_dir)
+        manifest = PartitionManifest(self.target_fs, self.target_fs.join(self.target, name))
         try:
             files = {f.name: f for f in fs.list_dir(path) if not f.is_dir}
         except FileNotFoundError:
@@ -225,27 +225,40 @@ class Shipper:
             if name not in self._shipped_to:
                 last = manifest.last()
                 self._shipped_to[name] = None if last is None else last.end
-        except OSError as e:
-            log.error("%s: cannot be read (%s)", manifest.dir, e.strerror or e)
+        except (OSError, SegcompactError) as e:
+            log.error("%s: cannot be read (%s)", manifest.dir, e)
             result.errors += 1
             result.unknown = True  # what was shipped, and so what waits, is not known
             return result
         steps = plan(Listing.of(files), self._shipped_to[name])
         for i, step in enumerate(steps):
-            if isinstance(step, Gap):
-                entry = Entry("gap", step.start, step.end, self.clock.now_ms())
-                self._record(manifest, name, entry, f"{name}: gap, {entry.describe()}")
-                result.gaps.append(entry)
-                continue
-            assert isinstance(step, Ship)
-            local = files[segment_name(step.start)]
             try:
-                entry = self._ship(fs, local.path, target_dir, step)
+                self._step(fs, files, manifest, name, step, result)
             except OSError as e:
-                log.error("%s: not shipped, tried again at the next poll (%s)", local.path, e)
+                where = files[segment_name(step.start)].path if isinstance(step, Ship) else name
+                log.error("%s: not shipped, tried again at the next poll (%s)", where, e)
                 result.errors += 1
                 result.waiting = [self._waiting(fs, files, s) for s in steps[i:]]
                 return result
+        return result
+
+    def _step(
+        self,
+        fs: FileSystem,
+        files: dict[str, FileInfo],
+        manifest: PartitionManifest,
+        name: str,
+        step: Ship | Gap,
+        result: PartitionResult,
+    ) -> None:
+        """Do one step of a partition's plan, and record it."""
+        if isinstance(step, Gap):
+            entry = Entry("gap", step.start, step.end, self.clock.now_ms())
+            self._record(manifest, name, entry, f"{name}: gap, {entry.describe()}")
+            result.gaps.append(entry)
+        else:
+            local = files[segment_name(step.start)]
+            entry = self._ship(fs, local.path, manifest, step)
             if entry.kind == "shipped":
                 self._record(manifest, name, entry, "")
                 result.shipped += 1
@@ -254,9 +267,9 @@ class Shipper:
                 self._record(manifest, name, entry, f"{name}: gap, {entry.describe()}")
                 result.gaps.append(entry)
             else:
-                self._record(manifest, name, entry, f"{name}: damaged, not shipped: {entry.reason}")
+                line = f"{name}: damaged, not shipped: {entry.reason}"
+                self._record(manifest, name, entry, line)
                 result.damaged.append(entry)
-        return result
 
     def _waiting(
         self, fs: FileSystem, files: dict[str, FileInfo], step: Ship | Gap
@@ -269,9 +282,9 @@ class Shipper:
         except OSError:
             return local.size, None
 
-    def _ship(self, fs: FileSystem, local: str, target_dir: str, step: Ship) -> Entry:
+    def _ship(self, fs: FileSystem, local: str, manifest: PartitionManifest, step: Ship) -> Entry:
         now = self.clock.now_ms()
-        target = self.target_fs.join(target_dir, segment_name(step.start))
+        target = self.target_fs.join(manifest.partition_dir, segment_name(step.start))
         try:
             copied = copy_segment(fs.input_file(local), self.target_fs, target)
         except FileNotFoundError as e:
