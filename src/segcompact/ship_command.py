@@ -2,13 +2,12 @@
 
 Checks first (a bad file, a log dir that is not there, a target it cannot reach, a metrics port
 in use: one line, exit 2), then takes the log dirs' leases and polls until SIGTERM or SIGINT,
-which finish the segment being uploaded and stop (the lease released). ``--once``: one poll.
+which finish the segments being uploaded and stop (the lease released). ``--once``: one poll.
 """
 
 from __future__ import annotations
 
 import signal
-import threading
 
 from segcompact.config.ship import load_ship_config
 from segcompact.errors import ConfigError
@@ -31,12 +30,12 @@ def ship(config_path: str, *, once: bool) -> PollResult | None:
                 f"[metrics] port = {port}: cannot serve on {config.metrics.host}:{port}: "
                 f"{e.strerror or e}"
             ) from None
-    stop = threading.Event()
+    stop = shipper.stop
     with shipper.lease() as lease:
         if once:
             return shipper.poll()  # a lease lost meanwhile fails the command as it ends
-        lease.on_lost = stop.set  # another shipper took the log dir over: stop after this poll
+        lease.on_lost = stop.set  # another shipper took the log dir over
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())
-        shipper.run(stop, once=False, wait=stop.wait)
+        shipper.run(wait=stop.wait)
     return None

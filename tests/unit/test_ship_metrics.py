@@ -88,3 +88,15 @@ def test_a_target_that_cannot_be_read_makes_the_lag_unknown(tmp_path: Path) -> N
     shipper = _shipper(tmp_path / "kafka", tmp_path / "file" / "lake", ManualClock(0), metrics)
     assert shipper.poll().errors == 1
     assert "segcompact_ship_lag_seconds" not in _scrape(metrics)
+
+
+def test_a_stop_leaves_what_was_not_started_for_the_next_start(tmp_path: Path) -> None:
+    metrics = ShipMetrics()
+    for base in (0, 1, 2):
+        _segment(tmp_path / "kafka" / "t-0", base)
+    shipper = _shipper(tmp_path / "kafka", tmp_path / "lake", ManualClock(0), metrics)
+    shipper.stop.set()  # SIGTERM
+    result = shipper.poll()
+    assert (result.shipped, result.errors) == (0, 0)
+    assert _scrape(metrics)["segcompact_ship_lag_segments"] == 2
+    assert not (tmp_path / "lake" / "t-0" / "00000000000000000000.log").exists()

@@ -112,6 +112,7 @@ class Shipper:
         # of what it owns (the lease, owner.json), so a poll with nothing to ship reads nothing.
         self._owners: dict[str, str] = {}  # partition → the log dir that ships it
         self._shipped_to: dict[str, int | None] = {}  # partition → where its manifest ends
+        self.stop = threading.Event()  # set: each partition stops after the segment in hand
 
     def check(self) -> None:
         """Raise :class:`ConfigError` for a log dir that is not there, or a target that
@@ -137,14 +138,14 @@ class Shipper:
             tables=(),
         )
 
-    def run(self, stop: threading.Event, *, once: bool, wait: Callable[[float], bool]) -> None:
-        """Poll until ``stop`` is set (or once); ``wait(seconds)`` sleeps between polls and
-        returns True when woken to stop (``stop.wait``, or a test's own)."""
-        while not stop.is_set():
+    def run(self, *, wait: Callable[[float], bool]) -> None:
+        """Poll until :attr:`stop` is set; ``wait(seconds)`` sleeps between polls and returns
+        True when woken to stop (``stop.wait``, or a test's own)."""
+        while not self.stop.is_set():
             result = self.poll()
             if result.shipped or result.gaps or result.damaged or result.errors:
                 log.info("%s", result.line())  # a quiet poll is not worth a line every 10 s
-            if once or wait(self.settings.poll_interval_ms / 1000):
+            if wait(self.settings.poll_interval_ms / 1000):
                 return
 
     def poll(self) -> PollResult:
@@ -232,6 +233,9 @@ class Shipper:
             return result
         steps = plan(Listing.of(files), self._shipped_to[name])
         for i, step in enumerate(steps):
+            if self.stop.is_set():  # SIGTERM: the rest waits for the next start
+                result.waiting = [self._waiting(fs, files, s) for s in steps[i:]]
+                return result
             try:
                 self._step(fs, files, manifest, name, step, result)
             except OSError as e:
