@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -296,3 +297,24 @@ def test_a_poll_with_nothing_to_ship_reads_nothing_of_the_target(tmp_path: Path)
     segment(log_dir / "orders-0", 20)
     assert running.poll().shipped == 1
     assert shipped(to, "orders-0") == [0, 10]
+
+
+def test_a_topic_created_again_is_an_error_not_silence(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    log_dir, to = tmp_path / "kafka", tmp_path / "lake"
+    for base in (0, 10, 20):
+        segment(log_dir / "orders-0", base)
+    running = shipper(log_dir, to, ManualClock(NOW_MS), ["orders"])
+    assert running.poll().shipped == 2
+    shutil.rmtree(log_dir / "orders-0")  # deleted, and created again: offsets from 0
+    for base in (0, 10):
+        segment(log_dir / "orders-0", base)
+    caplog.set_level(logging.ERROR, "segcompact")
+    result = running.poll()
+    assert (result.shipped, result.errors) == (0, 1)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.startswith(
+        f"{log_dir / 'orders-0'}: its log now ends at segment 10, below offset 20"
+    )
+    assert str(to / "orders-0") in line

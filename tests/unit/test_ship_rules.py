@@ -8,7 +8,15 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from segcompact.ship.rules import Gap, Listing, Ship, TopicSelection, plan, segment_name
+from segcompact.ship.rules import (
+    Gap,
+    Listing,
+    Ship,
+    TopicSelection,
+    plan,
+    segment_name,
+    went_back,
+)
 
 OTHER_FILES = (
     "leader-epoch-checkpoint",
@@ -140,3 +148,21 @@ def test_topics_by_name_or_by_a_whole_match_of_a_pattern() -> None:
     assert "orders2" not in chosen
     assert "xaudit.eu" not in chosen  # whole match, as Kafka Connect's topics.regex
     assert "users" not in TopicSelection(frozenset({"orders"}))
+
+
+def test_a_log_that_now_ends_below_what_was_shipped_went_back() -> None:
+    # orders was deleted and created again: its offsets start from 0 once more.
+    assert went_back(Listing.of(names(0, 10)), 300)
+    assert not went_back(Listing.of(names(0, 300)), 300)  # 300 is the active segment
+    assert not went_back(Listing.of(names(0, 10)), None)
+    assert not went_back(Listing.of([]), 300)  # an empty directory: nothing to say yet
+
+
+@given(directories())
+def test_a_log_that_went_back_has_nothing_planned_but_gaps(
+    found: tuple[list[str], int | None],
+) -> None:
+    files, shipped = found
+    listing = Listing.of(files)
+    if went_back(listing, shipped):
+        assert not any(isinstance(s, Ship) for s in plan(listing, shipped))

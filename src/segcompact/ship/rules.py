@@ -109,6 +109,15 @@ def plan(listing: Listing, shipped_to: int | None) -> list[Step]:
     return steps
 
 
+def went_back(listing: Listing, shipped_to: int | None) -> bool:
+    """Whether the partition's log now ends below what was shipped: every segment, the active
+    one too, starts below the manifest's end. A log never goes back; a topic deleted and
+    created again under its name, or a log truncated below what was shipped, does. Nothing
+    new would ever be shipped (every segment is below the manifest's end): it is an error to
+    say, not a state to plan in."""
+    return shipped_to is not None and bool(listing.logs) and listing.logs[-1] < shipped_to
+
+
 @dataclass(frozen=True, slots=True)
 class TopicSelection:
     """The topics to ship: by name, or matched whole by a regular expression (as Kafka

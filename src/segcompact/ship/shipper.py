@@ -29,7 +29,15 @@ from segcompact.lease import Lease
 from segcompact.ship import gaps
 from segcompact.ship.manifest import Entry, PartitionManifest
 from segcompact.ship.metrics import ShipMetrics
-from segcompact.ship.rules import Gap, Listing, Ship, TopicSelection, plan, segment_name
+from segcompact.ship.rules import (
+    Gap,
+    Listing,
+    Ship,
+    TopicSelection,
+    plan,
+    segment_name,
+    went_back,
+)
 from segcompact.ship.upload import copy_segment, crc_of
 from segcompact.storage import FileInfo, FileSystem, Storage
 
@@ -231,7 +239,20 @@ class Shipper:
             result.errors += 1
             result.unknown = True  # what was shipped, and so what waits, is not known
             return result
-        steps = plan(Listing.of(files), self._shipped_to[name])
+        listing = Listing.of(files)
+        if went_back(listing, self._shipped_to[name]):
+            log.error(
+                "%s: its log now ends at segment %d, below offset %d already shipped (the topic "
+                "was created again, or its log truncated); nothing is shipped until %s is moved "
+                "away",
+                path,
+                listing.logs[-1],
+                self._shipped_to[name],
+                manifest.partition_dir,
+            )
+            result.errors += 1
+            return result
+        steps = plan(listing, self._shipped_to[name])
         for i, step in enumerate(steps):
             if self.stop.is_set():  # SIGTERM: the rest waits for the next start
                 result.waiting = [self._waiting(fs, files, s) for s in steps[i:]]
