@@ -313,8 +313,27 @@ def test_a_topic_created_again_is_an_error_not_silence(
     caplog.set_level(logging.ERROR, "segcompact")
     result = running.poll()
     assert (result.shipped, result.errors) == (0, 1)
-    (line,) = [r.getMessage() for r in caplog.records]
+    (line,) = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert line.startswith(
         f"{log_dir / 'orders-0'}: its log now ends at segment 10, below offset 20"
     )
     assert str(to / "orders-0") in line
+
+
+def test_a_segment_waits_for_the_brokers_high_watermark(tmp_path: Path) -> None:
+    # Records above the high watermark may be truncated away by a new leader: a rolled segment
+    # ships once the broker's checkpoint says all its records are committed.
+    log_dir, to = tmp_path / "kafka", tmp_path / "lake"
+    for base in (0, 10, 20):
+        segment(log_dir / "orders-0", base)
+    checkpoint = log_dir / "replication-offset-checkpoint"
+    checkpoint.write_text("0\n1\norders 0 15\n")
+    running = shipper(log_dir, to, ManualClock(NOW_MS), ["orders"])
+    assert running.poll().shipped == 1
+    assert shipped(to, "orders-0") == [0]  # 10 holds offsets up to 19, above 15
+    checkpoint.write_text("0\n1\norders 0 20\n")
+    assert running.poll().shipped == 1
+    assert shipped(to, "orders-0") == [0, 10]
+    checkpoint.write_text("0\n")
+    result = running.poll()
+    assert (result.errors, result.shipped) == (1, 0)  # an unreadable checkpoint is an error

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -13,6 +14,7 @@ from segcompact.ship.rules import (
     Listing,
     Ship,
     TopicSelection,
+    high_watermarks,
     plan,
     segment_name,
     went_back,
@@ -166,3 +168,35 @@ def test_a_log_that_went_back_has_nothing_planned_but_gaps(
     listing = Listing.of(files)
     if went_back(listing, shipped):
         assert not any(isinstance(s, Ship) for s in plan(listing, shipped))
+
+
+def test_a_segment_ships_once_its_records_are_committed() -> None:
+    listing = Listing.of(names(0, 100, 200, 300))
+    assert plan(listing, None, committed=150) == [Ship(0, 100)]
+    assert plan(listing, None, committed=200) == [Ship(0, 100), Ship(100, 200)]
+    assert plan(listing, 100, committed=0) == []
+    assert plan(listing, None, committed=None) == [Ship(0, 100), Ship(100, 200), Ship(200, 300)]
+
+
+@given(directories(), st.integers(0, 700))
+def test_nothing_above_the_high_watermark_ships(
+    found: tuple[list[str], int | None], committed: int
+) -> None:
+    files, shipped = found
+    listing = Listing.of(files)
+    gated = plan(listing, shipped, committed)
+    assert all(s.end <= committed for s in gated if isinstance(s, Ship))
+    assert gated == plan(listing, shipped)[: len(gated)]  # the same plan, cut short
+
+
+def test_the_brokers_high_watermark_checkpoint() -> None:
+    text = "0\n3\norders 0 1200\norders 1 5\n__consumer_offsets 0 77\n"
+    assert high_watermarks(text) == {
+        ("orders", 0): 1200,
+        ("orders", 1): 5,
+        ("__consumer_offsets", 0): 77,
+    }
+    assert high_watermarks("") == {}  # as the broker creates it, before its first checkpoint
+    for bad in ("0\n", "1\n0\n", "0\n2\norders 0 1\n", "0\n1\norders 0\n", "0\n1\norders x 1\n"):
+        with pytest.raises(ValueError):
+            high_watermarks(bad)

@@ -86,10 +86,12 @@ class Gap:
 Step = Ship | Gap
 
 
-def plan(listing: Listing, shipped_to: int | None) -> list[Step]:
+def plan(listing: Listing, shipped_to: int | None, committed: int | None = None) -> list[Step]:
     """What to do, in offset order, given that the manifest covers offsets up to
     ``shipped_to`` (None: nothing shipped yet, so offsets before the first segment seen are
-    no gap: they were gone before the shipper came)."""
+    no gap: they were gone before the shipper came). A segment ships once every offset in it
+    is below ``committed``, the partition's high watermark (None: not known, not waited for):
+    records above it may still be truncated away by a change of leader."""
     if listing.swapping:
         return []
     rolled = set(listing.rolled())
@@ -104,9 +106,28 @@ def plan(listing: Listing, shipped_to: int | None) -> list[Step]:
             break  # the active segment, or one whose successor is not complete yet
         end = listing.after(base)
         assert end is not None  # a rolled segment has a newer one
+        if committed is not None and end > committed:
+            break  # not all committed yet
         steps.append(Ship(base, end))
         position = end
     return steps
+
+
+def high_watermarks(text: str) -> dict[tuple[str, int], int]:
+    """The partitions' high watermarks from a broker's ``replication-offset-checkpoint``
+    (Kafka's ``OffsetCheckpointFile``: a version line ``0``, a count line, then ``<topic>
+    <partition> <offset>`` a line; empty as the broker creates it, before its first
+    checkpoint); ValueError for anything else."""
+    lines = text.splitlines()
+    if not lines:
+        return {}
+    if len(lines) < 2 or lines[0].strip() != "0":
+        raise ValueError("expected version 0 and a count on its first two lines")
+    count = int(lines[1])
+    entries = [line.split() for line in lines[2:] if line.strip()]
+    if len(entries) != count or any(len(e) != 3 for e in entries):
+        raise ValueError(f"expected {count} lines of <topic> <partition> <offset>")
+    return {(topic, int(partition)): int(offset) for topic, partition, offset in entries}
 
 
 def went_back(listing: Listing, shipped_to: int | None) -> bool:

@@ -34,12 +34,15 @@ from segcompact.ship.rules import (
     Listing,
     Ship,
     TopicSelection,
+    high_watermarks,
     plan,
     segment_name,
     went_back,
 )
 from segcompact.ship.upload import copy_segment, crc_of
 from segcompact.storage import FileInfo, FileSystem, Storage
+
+CHECKPOINT = "replication-offset-checkpoint"  # the broker's high watermarks, in each log dir
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +123,7 @@ class Shipper:
         # of what it owns (the lease, owner.json), so a poll with nothing to ship reads nothing.
         self._owners: dict[str, str] = {}  # partition → the log dir that ships it
         self._shipped_to: dict[str, int | None] = {}  # partition → where its manifest ends
+        self._unchecked: set[str] = set()  # log dirs without a high-watermark checkpoint
         self.stop = threading.Event()  # set: each partition stops after the segment in hand
 
     def check(self) -> None:
@@ -158,7 +162,7 @@ class Shipper:
 
     def poll(self) -> PollResult:
         """Look at every partition once, ship what has rolled, record gaps."""
-        jobs: list[tuple[str, int, FileSystem, str, str]] = []
+        jobs: list[tuple[str, int, FileSystem, str, str, int | None]] = []
         total = PollResult()
         for log_dir in self.settings.log_dirs:
             fs, root = self.storage.resolve(log_dir)
@@ -170,10 +174,18 @@ class Shipper:
                 total.unknown = True
                 continue
             me = log_dir_id(fs, fs.abspath(root))
+            try:
+                committed = self._high_watermarks(fs, fs.abspath(root))
+            except (OSError, ValueError) as e:
+                log.error("%s: %s cannot be read (%s)", log_dir, CHECKPOINT, e)
+                total.errors += 1
+                total.unknown = True
+                continue
             for entry in entries:
                 parsed = parse_partition_dir(entry.name) if entry.is_dir else None
                 if parsed is not None and parsed[0] in self.topics:
-                    jobs.append((parsed[0], parsed[1], fs, entry.path, me))
+                    hw = None if committed is None else committed.get(parsed, 0)
+                    jobs.append((parsed[0], parsed[1], fs, entry.path, me, hw))
         jobs.sort(key=lambda j: (j[0], j[1]))
         with ThreadPoolExecutor(self.settings.uploads, thread_name_prefix="ship") as pool:
             results = list(pool.map(lambda job: self.partition(*job), jobs))
@@ -208,11 +220,35 @@ class Shipper:
             self.metrics.lag(age, waiting_bytes, waiting, total.partitions, total.elsewhere)
         return total
 
+    def _high_watermarks(self, fs: FileSystem, log_dir: str) -> dict[tuple[str, int], int] | None:
+        """The high watermarks the broker last checkpointed in ``log_dir`` (every 5 s by
+        default); None, said once, where there is no checkpoint to wait for."""
+        try:
+            text = fs.read_bytes(fs.join(log_dir, CHECKPOINT)).decode()
+        except FileNotFoundError:
+            if log_dir not in self._unchecked:
+                self._unchecked.add(log_dir)
+                log.warning(
+                    "%s: no %s (not a broker's log dir?): segments are shipped without waiting "
+                    "for their records to be committed",
+                    log_dir,
+                    CHECKPOINT,
+                )
+            return None
+        return high_watermarks(text)
+
     def partition(
-        self, topic: str, partition: int, fs: FileSystem, path: str, log_dir: str
+        self,
+        topic: str,
+        partition: int,
+        fs: FileSystem,
+        path: str,
+        log_dir: str,
+        committed: int | None,
     ) -> PartitionResult:
-        """Ship one partition's rolled segments, in offset order, if the log dir ``log_dir``
-        (its id) is the one that ships it."""
+        """Ship one partition's rolled segments, in offset order, below ``committed`` (its
+        high watermark, when known), if the log dir ``log_dir`` (its id) is the one that ships
+        it."""
         result = PartitionResult()
         name = f"{topic}-{partition}"
         manifest = PartitionManifest(self.target_fs, self.target_fs.join(self.target, name))
@@ -252,7 +288,7 @@ class Shipper:
             )
             result.errors += 1
             return result
-        steps = plan(listing, self._shipped_to[name])
+        steps = plan(listing, self._shipped_to[name], committed)
         for i, step in enumerate(steps):
             if self.stop.is_set():  # SIGTERM: the rest waits for the next start
                 result.waiting = [self._waiting(fs, files, s) for s in steps[i:]]
