@@ -12,7 +12,8 @@ import signal
 from segcompact.config.ship import load_ship_config
 from segcompact.errors import ConfigError
 from segcompact.ship.metrics import ShipMetrics
-from segcompact.ship.shipper import PollResult, Shipper
+from segcompact.ship.results import PollResult
+from segcompact.ship.shipper import Shipper
 
 
 def ship(config_path: str, *, once: bool) -> PollResult | None:

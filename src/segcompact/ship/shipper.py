@@ -10,15 +10,11 @@ shippers of one log dir would both upload the same segments.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
 import re
-import socket
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 
 from segcompact.clock import Clock, SystemClock
 from segcompact.config.ship import ShipConfig, ShipSettings
@@ -27,14 +23,15 @@ from segcompact.errors import ConfigError, CorruptBatchError, SegcompactError
 from segcompact.format.logdir import parse_partition_dir
 from segcompact.lease import Lease
 from segcompact.ship import gaps
+from segcompact.ship.broker import CHECKPOINT, log_dir_id, read_high_watermarks
 from segcompact.ship.manifest import Entry, PartitionManifest
 from segcompact.ship.metrics import ShipMetrics
+from segcompact.ship.results import PartitionResult, PollResult
 from segcompact.ship.rules import (
     Gap,
     Listing,
     Ship,
     TopicSelection,
-    high_watermarks,
     plan,
     segment_name,
     went_back,
@@ -42,59 +39,7 @@ from segcompact.ship.rules import (
 from segcompact.ship.upload import copy_segment, crc_of
 from segcompact.storage import FileInfo, FileSystem, Storage
 
-CHECKPOINT = "replication-offset-checkpoint"  # the broker's high watermarks, in each log dir
-
 log = logging.getLogger(__name__)
-
-
-@dataclass(slots=True)
-class PartitionResult:
-    """What one poll did with one partition."""
-
-    shipped: int = 0
-    bytes: int = 0
-    gaps: list[Entry] = field(default_factory=list)
-    damaged: list[Entry] = field(default_factory=list)
-    errors: int = 0
-    waiting: list[tuple[int, int | None]] = field(default_factory=list)  # (size, modified ms)
-    unknown: bool = False  # what waits could not be told
-    elsewhere: bool = False  # another broker's shipper ships this partition
-
-
-@dataclass(slots=True)
-class PollResult:
-    """What one poll did, summed over partitions."""
-
-    partitions: int = 0
-    elsewhere: int = 0  # partitions another broker's shipper ships
-    shipped: int = 0
-    bytes: int = 0
-    gaps: int = 0
-    damaged: int = 0
-    errors: int = 0
-    unknown: bool = False  # a directory could not be listed: what waits there is not known
-
-    def line(self) -> str:
-        return (
-            f"shipped {self.shipped} segments ({self.bytes} bytes) of {self.partitions} "
-            f"partitions ({self.elsewhere} more shipped from another log dir); "
-            f"{self.gaps} gaps, {self.damaged} damaged, {self.errors} errors"
-        )
-
-
-def log_dir_id(fs: FileSystem, log_dir: str) -> str:
-    """A name for a log dir that no other broker's shares: Kafka's ``directory.id`` from its
-    ``meta.properties`` (KRaft), else this host's name and a hash of the path."""
-    try:
-        text = fs.read_bytes(fs.join(log_dir, "meta.properties")).decode("utf-8", "replace")
-    except OSError:
-        text = ""
-    for line in text.splitlines():
-        key, _, value = line.partition("=")
-        if key.strip() == "directory.id" and value.strip():
-            return value.strip()
-    digest = hashlib.sha256(os.fsencode(fs.abspath(log_dir))).hexdigest()[:16]
-    return f"{socket.gethostname()}-{digest}"
 
 
 def selection(settings: ShipSettings) -> TopicSelection:
@@ -221,21 +166,18 @@ class Shipper:
         return total
 
     def _high_watermarks(self, fs: FileSystem, log_dir: str) -> dict[tuple[str, int], int] | None:
-        """The high watermarks the broker last checkpointed in ``log_dir`` (every 5 s by
-        default); None, said once, where there is no checkpoint to wait for."""
-        try:
-            text = fs.read_bytes(fs.join(log_dir, CHECKPOINT)).decode()
-        except FileNotFoundError:
-            if log_dir not in self._unchecked:
-                self._unchecked.add(log_dir)
-                log.warning(
-                    "%s: no %s (not a broker's log dir?): segments are shipped without waiting "
-                    "for their records to be committed",
-                    log_dir,
-                    CHECKPOINT,
-                )
-            return None
-        return high_watermarks(text)
+        """The log dir's checkpointed high watermarks; None, said once, where there is no
+        checkpoint to wait for."""
+        found = read_high_watermarks(fs, log_dir)
+        if found is None and log_dir not in self._unchecked:
+            self._unchecked.add(log_dir)
+            log.warning(
+                "%s: no %s (not a broker's log dir?): segments are shipped without waiting for "
+                "their records to be committed",
+                log_dir,
+                CHECKPOINT,
+            )
+        return found
 
     def partition(
         self,
