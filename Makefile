@@ -19,7 +19,7 @@ TEST_WORKERS ?= 2
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: setup demo test chaos fuzz fuzzers bench bench-readonly bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory bench-partitions bench-skew bench-scaling soak golden clean java chromium minio crds bundle-schema
+.PHONY: setup demo test chaos fuzz fuzzers bench bench-readonly bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory bench-partitions bench-skew bench-scaling bench-ship soak golden clean java chromium minio crds bundle-schema
 
 setup: java $(BIN)/.installed $(DELTA_JARS) $(S3_JARS)
 
@@ -162,6 +162,11 @@ bench-steady: setup
 # The continuous job as users run it: seconds from a segment's roll to its commit, p50 and p99.
 bench-latency: setup
 	$(BIN)/python -m tests.benchmarks.latency
+
+# segcompact ship to MinIO (checked, multipart completed last, manifest) beside s3fs put_file
+# of the same 512 MiB of segments, 4 at once: MB/s of each and the ratio.
+bench-ship: setup minio
+	$(BIN)/python -m tests.benchmarks.ship --partitions 4 --segments 2 --segment-mib 64
 
 # status and sla on the demo's tables by delta-rs, beside the same commands reading through Spark.
 bench-readonly: setup

@@ -253,15 +253,17 @@ def _advance(bar: tqdm[Any], backlog: Backlog, batch_id: int) -> None:
 def _status(args: argparse.Namespace) -> int:
     config = _load(args.config)
     from segcompact.clock import job_clock
+    from segcompact.ship.gaps import not_shipped
     from segcompact.status import read_status, skipped, text
 
     now = job_clock().now_ms()
     rows = read_status(config, now, lambda: _ensured(config))
     not_read = skipped(config)
+    gaps = not_shipped(config.source.paths, config.storage)  # by segcompact ship
     if args.format == "json":
-        print(json.dumps({"partitions": rows, "skipped": not_read}, indent=2))
+        print(json.dumps({"partitions": rows, "skipped": not_read, "not_shipped": gaps}, indent=2))
     else:
-        print(text(rows, now, wide=args.wide, skipped=not_read))
+        print(text(rows, now, wide=args.wide, skipped=[*not_read, *gaps]))
     return 0
 
 
@@ -557,6 +559,22 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ship(args: argparse.Namespace) -> int:
+    from segcompact.ship_command import ship
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_JsonLines() if args.log_format == "json" else _TextLines())
+    logger = logging.getLogger("segcompact")
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING if args.once else logging.INFO)
+    logger.propagate = False
+    result = ship(args.config, once=args.once)
+    if result is not None:
+        print(result.line())
+        return EXIT_DATA if result.errors or result.damaged else 0
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from segcompact.demo import run_demo
 
@@ -689,6 +707,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--topic", metavar="T")
     p.add_argument("--partition", type=int, metavar="P")
     p.set_defaults(func=_export)
+
+    p = commands.add_parser("ship", help="copy a broker's rolled segments to a source root")
+    p.add_argument("--config", required=True, metavar="F", help="a file with [ship]")
+    p.add_argument("--once", action="store_true", help="one poll, then exit")
+    p.add_argument(
+        "--log-format", choices=("text", "json"), default="text", help="segcompact's own lines"
+    )
+    p.set_defaults(func=_ship)
 
     p = commands.add_parser("demo", help="write sample segments and show what segcompact reads")
     p.add_argument("--config", default="conf/compactor.toml", metavar="F")

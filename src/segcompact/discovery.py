@@ -17,6 +17,10 @@ from segcompact.errors import ConfigError
 from segcompact.format.logdir import parse_partition_dir, parse_segment_file, why_not_partition_dir
 from segcompact.storage import FileInfo, FileSystem, Storage
 
+# segcompact's own folder in a source root: the shipper's leases and its list of what it could
+# not ship (segcompact.ship). Not a partition, and not worth a "skipped" line either.
+SHIPPER_DIR = ".segcompact-ship"
+
 log = logging.getLogger(__name__)
 
 
@@ -92,7 +96,7 @@ def discover(
         fs, root = _existing(root, storage)
         for entry in fs.list_dir(root):
             parsed = parse_partition_dir(entry.name) if entry.is_dir else None
-            if parsed is None and entry.is_dir:
+            if parsed is None and entry.is_dir and entry.name != SHIPPER_DIR:
                 _skipping(entry)
             if parsed is None or not _inside(fs, entry.path, root):
                 continue
@@ -151,7 +155,8 @@ def skipped_directories(roots: Iterable[str], storage: Storage) -> list[Skipped]
             skipped.append(Skipped(path, f"source root cannot be listed: {e.strerror or e}"))
             continue
         for entry in entries:
-            why = why_not_partition_dir(entry.name) if entry.is_dir else None
+            own = entry.name == SHIPPER_DIR
+            why = why_not_partition_dir(entry.name) if entry.is_dir and not own else None
             if why is not None:
                 skipped.append(Skipped(entry.path, f"not a partition directory: {why}"))
     return sorted(skipped, key=lambda s: s.path)

@@ -43,6 +43,18 @@ MAX_LINE = 10_000
 def load_config(path: str | os.PathLike[str]) -> CompactorConfig:
     """Read and check a TOML config file; :class:`ConfigError` on any problem."""
     name = os.fspath(path)
+    data = read_toml(name)
+    try:
+        return parse_config(data, name)
+    except RecursionError:
+        raise ConfigError(_TOO_DEEP.format(name)) from None
+
+
+_TOO_DEEP = "{}: nested too deeply (arrays, tables or dotted keys)"
+
+
+def read_toml(name: str) -> dict[str, Any]:
+    """A TOML file's tables; :class:`ConfigError` naming the file when it cannot be read."""
     try:
         with open(name, "rb") as f:
             raw = f.read()
@@ -52,7 +64,7 @@ def load_config(path: str | os.PathLike[str]) -> CompactorConfig:
                     f"{name}: line {number} is {len(line)} bytes long, "
                     f"expected at most {MAX_LINE} bytes"
                 )
-        return parse_config(tomllib.loads(raw.decode()), name)
+        return tomllib.loads(raw.decode())
     except OSError as e:
         raise ConfigError(one_line(f"{name}: cannot read config file: {e.strerror or e}")) from None
     except tomllib.TOMLDecodeError as e:
@@ -60,7 +72,7 @@ def load_config(path: str | os.PathLike[str]) -> CompactorConfig:
     except UnicodeDecodeError as e:
         raise ConfigError(one_line(f"{name}: invalid TOML: not UTF-8 at byte {e.start}")) from None
     except RecursionError:
-        raise ConfigError(f"{name}: nested too deeply (arrays, tables or dotted keys)") from None
+        raise ConfigError(_TOO_DEEP.format(name)) from None
 
 
 def parse_config(data: Mapping[str, Any], source: str) -> CompactorConfig:

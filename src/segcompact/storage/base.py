@@ -33,6 +33,22 @@ class OnFileSystem:
         return self.path
 
 
+class NewFile(Protocol):
+    """A file being written that no reader sees until :meth:`publish`: a temporary name renamed
+    (local), a multipart upload completed last (object store)."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+    def publish(self) -> bool:
+        """Make the file appear whole under its name, durable; False (and nothing published)
+        when something is there already."""
+        ...
+
+    def discard(self) -> None:
+        """Throw the bytes written away; nothing appears under the name."""
+        ...
+
+
 class FileSystem(Protocol):
     """A file system's paths are strings in its own form (a local path, ``s3a://b/k``)."""
 
@@ -73,6 +89,10 @@ class FileSystem(Protocol):
 
     def open_seekable(self, path: str) -> BinaryIO:
         """A file to read at any position (Parquet's footer first)."""
+        ...
+
+    def new_file(self, path: str) -> NewFile:
+        """A file of any size, streamed in, that appears at ``path`` whole or not at all."""
         ...
 
     def output_directory(self, path: str) -> OutputDirectory:

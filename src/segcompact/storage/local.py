@@ -74,6 +74,9 @@ class LocalFileSystem:
     def output_directory(self, path: str) -> LocalOutputDirectory:
         return LocalOutputDirectory(path)
 
+    def new_file(self, path: str) -> LocalNewFile:
+        return LocalNewFile(path, links=self._links)
+
     def remove(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.remove(path)
@@ -229,6 +232,47 @@ class _DurableFile:
         self._file.flush()
         os.fsync(self._file.fileno())
         self._file.close()
+
+
+class LocalNewFile:
+    """A file written under a temporary name beside ``path`` (a hidden ``.<name>.<uuid>.tmp``,
+    which discovery never takes for a segment), then linked (or, without hard links, renamed)
+    to ``path``: a reader sees the whole file or none."""
+
+    def __init__(self, path: str, *, links: bool) -> None:
+        self.path = path
+        self._links = links
+        directory, name = os.path.split(path)
+        os.makedirs(directory, exist_ok=True)
+        self._tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+        self._file: IO[bytes] = open(self._tmp, "xb")  # noqa: SIM115 (closed in publish/discard)
+
+    def write(self, data: bytes, /) -> int:
+        return self._file.write(data)
+
+    def publish(self) -> bool:
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        try:
+            if self._links:
+                try:
+                    os.link(self._tmp, self.path)  # fails when the name is taken, unlike rename
+                except FileExistsError:
+                    return False
+            elif os.path.exists(self.path):
+                return False
+            else:  # a FUSE mount without links: one shipper per lease, so no race to lose
+                os.rename(self._tmp, self.path)
+        finally:
+            self.discard()
+        _fsync_dir(os.path.dirname(self.path))
+        return True
+
+    def discard(self) -> None:
+        self._file.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._tmp)
 
 
 class LocalOutputDirectory:

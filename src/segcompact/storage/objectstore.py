@@ -19,6 +19,7 @@ from segcompact.format.io import InputStream, OutputStream
 from segcompact.storage.base import FileInfo, OnFileSystem
 
 _READ_BLOCK = 8 << 20  # one ranged GET per 8 MiB of a segment
+_PART = 8 << 20  # a streamed upload holds one part in memory (S3's least is 5 MiB)
 
 
 class ObjectStore:
@@ -118,6 +119,9 @@ class ObjectStore:
     def output_directory(self, path: str) -> ObjectOutputDirectory:
         return ObjectOutputDirectory(self.fs, path)
 
+    def new_file(self, path: str) -> ObjectNewFile:
+        return ObjectNewFile(self.fs.open(path, "xb", block_size=_PART))
+
     def remove(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.fs.rm_file(path)
@@ -146,6 +150,38 @@ class ObjectInputFile(OnFileSystem):
             self.path, "rb", block_size=_READ_BLOCK, cache_type="readahead"
         )
         return stream
+
+
+class ObjectNewFile:
+    """An upload (multipart past fsspec's block size, one PUT below it) that is completed only
+    by :meth:`publish`, with ``If-None-Match: *``: until then, and after a kill -9, nothing is
+    under the name (an unfinished multipart upload is invisible; a bucket lifecycle rule
+    aborts it)."""
+
+    def __init__(self, file: Any) -> None:
+        self._file = file
+
+    def write(self, data: bytes, /) -> int:
+        return int(self._file.write(data))
+
+    def publish(self) -> bool:
+        try:
+            self._file.close()
+        except FileExistsError:
+            return False
+        except OSError as e:
+            response = getattr(e.__cause__, "response", None) or {}
+            if response.get("Error", {}).get("Code") == "PreconditionFailed":
+                return False
+            raise
+        return True
+
+    def discard(self) -> None:
+        if not self._file.closed:
+            self._file.discard()
+            # fsspec's file completes the upload when closed, even by the garbage collector:
+            # a discarded one must never be.
+            self._file.closed = True
 
 
 class ObjectOutputDirectory(OnFileSystem):

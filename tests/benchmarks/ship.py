@@ -1,0 +1,136 @@
+"""``segcompact ship`` to MinIO beside a plain copy of the same files through the same library.
+
+    python -m tests.benchmarks.ship [--partitions 4] [--segments 2] [--segment-mib 64] [--json F]
+
+A log dir of ``--partitions`` partitions, each with ``--segments`` rolled segments of about
+``--segment-mib`` MiB (1 MiB batches of incompressible bytes) and an active one, is shipped
+once by :class:`~segcompact.ship.shipper.Shipper` (every batch's CRC-32C checked on the bytes
+sent, multipart uploads completed last, the manifest written) and copied once by s3fs's
+``put_file`` (what ``aws s3 cp`` does: no check), as many files at once as the shipper's
+``uploads``, each to its own fresh bucket on one MinIO server. Reported: MB/s of each, wall and
+this process's CPU seconds, and the ratio shipper/plain. Nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from segcompact.config.ship import parse_ship_config
+from segcompact.format.batch import build_batch
+from segcompact.format.record import Record
+from segcompact.samples import SampleSegment
+from segcompact.ship.shipper import Shipper
+from segcompact.storage import Storage
+from tests.benchmarks import options
+from tests.support.minio import MinioServer
+
+_BATCH = 1 << 20
+
+
+def write_log(root: Path, partitions: int, segments: int, segment_mib: int) -> list[Path]:
+    """The log dir; returns the rolled segments' files."""
+    payload = os.urandom(_BATCH - 200)  # incompressible, as most values on the wire are
+    rolled = []
+    for p in range(partitions):
+        directory = root / f"bench-{p}"
+        offset = 0
+        for s in range(segments + 1):
+            count = segment_mib if s < segments else 1
+            batches = [
+                build_batch([Record(offset + i, i, b"k%d" % i, payload)]) for i in range(count)
+            ]
+            path = SampleSegment(offset, batches).write(directory)
+            offset += count
+            if s < segments:
+                rolled.append(path)
+    return rolled
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(run: Any) -> dict[str, float]:
+    wall, cpu = time.perf_counter(), _cpu()
+    run()
+    return {"wall_s": time.perf_counter() - wall, "cpu_s": _cpu() - cpu}
+
+
+def measure(server: MinioServer, log_dir: Path, rolled: list[Path], uploads: int) -> dict[str, Any]:
+    size = sum(p.stat().st_size for p in rolled)
+    ship_bucket = server.make_bucket(f"ship-{uuid.uuid4().hex[:8]}")
+    plain_bucket = server.make_bucket(f"plain-{uuid.uuid4().hex[:8]}")
+    config = parse_ship_config(
+        {
+            "ship": {
+                "log_dirs": [str(log_dir)],
+                "to": f"s3a://{ship_bucket}/segments",
+                "topics_regex": ".*",
+                "uploads": uploads,
+            },
+            "spark": server.spark_settings(),
+        },
+        "bench-ship",
+    )
+    shipper = Shipper(config)
+    shipped: dict[str, Any] = {}
+
+    def ship() -> None:
+        shipped["result"] = shipper.poll()
+
+    fs, _ = Storage.of(server.spark_settings()).resolve(f"s3a://{plain_bucket}/x")
+    client = fs.fs  # the same s3fs file system the shipper uploads through
+
+    def plain() -> None:
+        def put(path: Path) -> None:
+            client.put_file(str(path), f"{plain_bucket}/segments/{path.parent.name}/{path.name}")
+
+        with ThreadPoolExecutor(uploads) as pool:
+            list(pool.map(put, rolled))
+
+    results: dict[str, Any] = {"bytes": size, "segments": len(rolled), "uploads": uploads}
+    results["plain"] = _timed(plain)
+    results["ship"] = _timed(ship)
+    result = shipped["result"]
+    if (result.shipped, result.bytes, result.errors) != (len(rolled), size, 0):
+        raise AssertionError(f"the shipper did not ship every segment: {result.line()}")
+    for way in ("plain", "ship"):
+        results[way]["mb_per_s"] = size / 1e6 / results[way]["wall_s"]
+    results["ratio"] = results["ship"]["mb_per_s"] / results["plain"]["mb_per_s"]
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = options.parser("ship", __doc__)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--segments", type=int, default=2, help="rolled segments a partition")
+    parser.add_argument("--segment-mib", type=int, default=64)
+    parser.add_argument("--uploads", type=int, default=4)
+    options.add_workdir(parser, "bench-ship", "the log dir and MinIO's data")
+    args = parser.parse_args(argv)
+    work: Path = args.workdir.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    log_dir = work / f"kafka-{uuid.uuid4().hex[:8]}"
+    rolled = write_log(log_dir, args.partitions, args.segments, args.segment_mib)
+    with MinioServer(work / f"minio-{uuid.uuid4().hex[:8]}") as server:
+        results = measure(server, log_dir, rolled, args.uploads)
+    print(
+        f"{results['bytes'] / 1e6:.0f} MB in {results['segments']} segments, "
+        f"{results['uploads']} at once: ship {results['ship']['mb_per_s']:.0f} MB/s "
+        f"({results['ship']['cpu_s']:.1f} s CPU), plain copy {results['plain']['mb_per_s']:.0f} "
+        f"MB/s ({results['plain']['cpu_s']:.1f} s CPU); ship/plain {results['ratio']:.2f}"
+    )
+    options.write_json(args, results)
+    return results
+
+
+if __name__ == "__main__":
+    main()

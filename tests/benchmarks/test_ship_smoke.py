@@ -1,0 +1,22 @@
+"""The shipping benchmark runs once on a tiny log: every figure is there; timings are not
+checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.benchmarks import ship
+
+pytestmark = pytest.mark.benchmark
+
+
+def test_ship_benchmark_smoke(tmp_path: Path) -> None:
+    out = ship.main(
+        ["--partitions", "2", "--segments", "1", "--segment-mib", "2", "--workdir", str(tmp_path)]
+    )
+    assert out["segments"] == 2 and out["bytes"] > 4_000_000
+    for way in ("ship", "plain"):
+        assert out[way]["wall_s"] > 0 and out[way]["mb_per_s"] > 0
+    assert out["ratio"] > 0
