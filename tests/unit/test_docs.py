@@ -29,7 +29,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from segcompact.cli import build_parser
-from segcompact.config.keys import SECTIONS, TOPIC_KEYS
+from segcompact.config.keys import SECTIONS as JOB_SECTIONS
+from segcompact.config.keys import TOPIC_KEYS
+from segcompact.config.ship import SHIP_KEYS
+
+# Every section a config file takes: the job's, and the shipper's own file's [ship].
+SECTIONS = {**JOB_SECTIONS, "ship": SHIP_KEYS}
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

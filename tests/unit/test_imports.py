@@ -67,6 +67,7 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = (
                 "segcompact.manifest",
                 "segcompact.publication",
                 "segcompact.samples",
+                "segcompact.ship",  # the shipper beside a broker: no Spark, no JVM
                 "segcompact.table_sql",
             }
         ),
@@ -88,6 +89,8 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = (
     ),
     # Spark and Delta Lake: the source, the merge, the writes, the job.
     ("spark", frozenset({"segcompact.spark"})),
+    # The commands, each run from start to end: what an entry point calls.
+    ("application", frozenset({"segcompact.ship_command"})),
     # Entry points: they parse, call and print.
     (
         "entry points",
