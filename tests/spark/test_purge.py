@@ -11,6 +11,7 @@ import json
 import uuid
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -20,6 +21,8 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from segcompact.spark import purge
+from segcompact.spark.conflicts import CONFLICTS
 from segcompact.spark.purge import bins, purge_deleted_rows
 from segcompact.spark.tables import Table
 
@@ -120,3 +123,35 @@ def test_bins_pack_each_table_partition_as_optimize_does(
         mine = [b for b in result if groups[b[0]] == group]
         for this, after in pairwise(mine):
             assert sum(sizes[i] for i in this) + sizes[after[0]] > limit
+
+
+@pytest.mark.spark
+def test_a_concurrent_delete_of_a_purged_file_conflicts(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit between the purge's read and its own that removes a file it rewrote (a DELETE
+    in the same file): the purge fails with Delta's conflict, which the upkeep retries, and
+    neither delete comes back."""
+    path = tmp_path / "t"
+    spark.sql(
+        f"CREATE TABLE delta.`{path}` (topic string NOT NULL, k int NOT NULL, v string NOT NULL) "
+        "USING delta PARTITIONED BY (topic) TBLPROPERTIES ('delta.enableDeletionVectors' = true)"
+    )
+    rows = [("a", k, f"a-{k}") for k in range(100)]
+    spark.createDataFrame(rows, SCHEMA).coalesce(1).write.format("delta").mode("append").save(
+        str(path)
+    )
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE k = 1")
+    written = purge._rearranged
+
+    def after_a_concurrent_delete(spark: SparkSession, add_file: Any) -> Any:
+        if DeltaTable(str(path)).version() == 2:  # once: the purge has written its file
+            spark.sql(f"DELETE FROM delta.`{path}` WHERE k = 2")
+        return written(spark, add_file)
+
+    monkeypatch.setattr(purge, "_rearranged", after_a_concurrent_delete)
+    with pytest.raises(CONFLICTS):
+        purge.purge_deleted_rows(spark, Table(str(path), SCHEMA))
+    live = {r.k for r in spark.read.format("delta").load(str(path)).collect()}
+    assert live == set(range(100)) - {1, 2}
+    assert DeltaTable(str(path)).version() == 3  # the concurrent DELETE's, and no purge
