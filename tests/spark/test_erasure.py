@@ -382,8 +382,8 @@ def test_deletion_vectors_are_purged_before_vacuum(
     spark: SparkSession, tmp_path: Path, secret: None
 ) -> None:
     """With deletion vectors (the state table's default, Databricks' on every table), a MERGE
-    marks the old row deleted and leaves it in its file: only REORG … APPLY (PURGE) rewrites the
-    file, and VACUUM then removes it."""
+    marks the old row deleted and leaves it in its file: only the round's purge (a REORG commit,
+    ``spark.purge``) rewrites the file, and VACUUM then removes it."""
     config = write_config(tmp_path)
     clock = ManualClock(T0)
     compactor = Compactor(spark, config, clock)

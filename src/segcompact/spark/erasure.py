@@ -5,15 +5,15 @@ since the partition's last round, and keys whose tombstone expired. It is opened
 the version at that moment of each table that holds records (everything the round erases was
 removed from the live snapshots at or before it), and then advanced by every upkeep until done:
 
-1. **purged**: ``REORG … APPLY (PURGE)`` on tables with deletion vectors, whose rows are still
-   in their files until rewritten;
+1. **purged**: the files with deletion vectors, whose deleted rows are still in them, rewritten
+   (``spark.purge``: what ``REORG … APPLY (PURGE)`` does, which fails on a cluster);
 2. **materialized**: the round's partitions are re-materialised from the state;
 3. **versions_removed**: every output version but the published one is removed, and checked
    gone (a failure is kept as the row's error and retried; past the deadline it is a breach);
 4. **vacuumed**: VACUUM of every table (one serves every open round), and a check that it
    covered the target: Delta removes a file once ``delta.deletedFileRetentionDuration`` has
    passed since the commit that dropped it, by the wall clock, so the round waits until the
-   target's commit (for deletion vectors, the REORG's) is that old.
+   target's commit (for deletion vectors, the purge's) is that old.
 
 Each round has one ledger row per partition, and takes the partition's delete rows it covers;
 when it completes, they get its stage times and their status. An upkeep writes all of that in
@@ -54,6 +54,7 @@ from segcompact.humanize import duration
 from segcompact.spark.frames import local_frame
 from segcompact.spark.ledger import rows_frame, upsert
 from segcompact.spark.materialize import Materializer
+from segcompact.spark.purge import purge_deleted_rows
 from segcompact.spark.tables import LEDGER_SCHEMA, SOURCE_AS_IS, Tables, session_settings
 from segcompact.timing import timed
 
@@ -271,15 +272,15 @@ class Eraser:
 
     def _purge(self, rounds: list[dict[str, Any]], now: int) -> None:
         """Rewrite the files with deletion vectors: their deleted rows are still in them. The
-        rewritten files leave the snapshot in the REORG's commit, which VACUUM must then cover:
-        it becomes the round's target for that table."""
+        rewritten files leave the snapshot in the purge's commit, which VACUUM must then cover:
+        it becomes the round's target for that table (with nothing to purge, the version read,
+        which covers the files a compaction rewrote since the round opened)."""
         todo = [r for r in rounds if r["purged_at"] is None]
         if not todo:
             return
         for name, table in self.tables.holding_records().items():
             if table.properties(self.spark).get(_DV, "false").lower() == "true":
-                self.spark.sql(f"REORG TABLE {table.sql_name(self.spark)} APPLY (PURGE)")
-                purged = table.version(self.spark)
+                purged = purge_deleted_rows(self.spark, table)
                 for r in todo:
                     r["table_versions"] = {**r["table_versions"], name: purged}
         for r in todo:
