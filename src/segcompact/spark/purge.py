@@ -35,7 +35,8 @@ from typing import Any
 from py4j.java_gateway import JavaClass
 from pyspark.sql import DataFrame, SparkSession
 
-from segcompact.spark.tables import Table, qualify
+from segcompact.spark.tables import Table
+from segcompact.table_sql import qualify
 
 # Delta's target size of a file OPTIMIZE and REORG write (and its default, 1 GiB).
 MAX_FILE_SIZE = "spark.databricks.delta.optimize.maxFileSize"
