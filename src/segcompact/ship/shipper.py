@@ -69,6 +69,7 @@ class Shipper:
         self._owners: dict[str, str] = {}  # partition → the log dir that ships it
         self._shipped_to: dict[str, int | None] = {}  # partition → where its manifest ends
         self._unchecked: set[str] = set()  # log dirs without a high-watermark checkpoint
+        self._ids: dict[str, str] = {}  # log dir → its id, read once (it names the lease)
         self.stop = threading.Event()  # set: each partition stops after the segment in hand
 
     def check(self) -> None:
@@ -85,7 +86,7 @@ class Shipper:
         places = []
         for log_dir in self.settings.log_dirs:
             fs, path = self.storage.resolve(log_dir)
-            name = log_dir_id(fs, path)
+            name = self._log_dir_id(fs, fs.abspath(path))
             places.append(self.target_fs.join(self.target, SHIPPER_DIR, name))
         return Lease(
             places,
@@ -118,7 +119,7 @@ class Shipper:
                 total.errors += 1
                 total.unknown = True
                 continue
-            me = log_dir_id(fs, fs.abspath(root))
+            me = self._log_dir_id(fs, fs.abspath(root))
             try:
                 committed = self._high_watermarks(fs, fs.abspath(root))
             except (OSError, ValueError) as e:
@@ -164,6 +165,11 @@ class Shipper:
             age = 0.0 if oldest is None else max(0, self.clock.now_ms() - oldest) / 1000
             self.metrics.lag(age, waiting_bytes, waiting, total.partitions, total.elsewhere)
         return total
+
+    def _log_dir_id(self, fs: FileSystem, log_dir: str) -> str:
+        if log_dir not in self._ids:
+            self._ids[log_dir] = log_dir_id(fs, log_dir)
+        return self._ids[log_dir]
 
     def _high_watermarks(self, fs: FileSystem, log_dir: str) -> dict[tuple[str, int], int] | None:
         """The log dir's checkpointed high watermarks; None, said once, where there is no
