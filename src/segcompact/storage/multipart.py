@@ -53,8 +53,28 @@ class MultipartNewFile:
         return size
 
     def _call(self, method: str, **kwargs: Any) -> dict[str, Any]:
-        out: dict[str, Any] = self._fs.call_s3(method, Bucket=self._bucket, Key=self._key, **kwargs)
-        return out
+        """Call the S3 API in s3fs' event loop, on its client. Not through s3fs' ``call_s3``:
+        its retries call again with the same arguments, a body already read among them;
+        botocore's own retries rewind it (and give up as s3fs' would)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+        from fsspec.asyn import sync
+        from s3fs.errors import translate_boto_error
+
+        async def call() -> dict[str, Any]:
+            await self._fs.set_session()
+            client = await self._fs.get_s3(self._bucket)
+            out: dict[str, Any] = await getattr(client, method)(
+                Bucket=self._bucket, Key=self._key, **kwargs
+            )
+            return out
+
+        try:
+            result: dict[str, Any] = sync(self._fs.loop, call)
+        except ClientError as e:
+            raise translate_boto_error(e) from e
+        except BotoCoreError as e:  # the store unreachable, after botocore's retries
+            raise OSError(f"s3://{self._bucket}/{self._key}: {e}") from e
+        return result
 
     def _send(self, method: str, **kwargs: Any) -> dict[str, Any]:
         """Call ``method`` with what the part buffer holds as its body."""
