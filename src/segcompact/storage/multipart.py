@@ -32,10 +32,10 @@ def lost_race(e: OSError) -> bool:
 class MultipartNewFile:
     """An object at ``path`` of the s3fs file system ``fs``, published by :meth:`publish`."""
 
-    def __init__(self, fs: Any, path: str, *, part_bytes: int = PART_BYTES) -> None:
+    def __init__(self, fs: Any, path: str) -> None:
         self._fs = fs
         self._bucket, self._key, _ = fs.split_path(path)
-        self._part = bytearray(part_bytes)
+        self._part = bytearray(PART_BYTES)
         self._filled = 0
         self._upload_id: str | None = None
         self._parts: list[dict[str, Any]] = []
