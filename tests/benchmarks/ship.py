@@ -1,7 +1,7 @@
 """``segcompact ship`` to MinIO beside a plain copy of the same files through the same library.
 
     python -m tests.benchmarks.ship [--partitions 4] [--segments 2] [--segment-mib 64]
-        [--idle-partitions 200] [--idle-polls 20] [--json F]
+        [--idle-partitions 200] [--idle-polls 20] [--idle-s 60] [--json F]
 
 A log dir of ``--partitions`` partitions, each with ``--segments`` rolled segments of about
 ``--segment-mib`` MiB (1 MiB batches of incompressible bytes) and an active one, is shipped
@@ -14,13 +14,18 @@ this process's CPU seconds (from /proc), and the ratio shipper/plain.
 Then idle: a log dir of ``--idle-partitions`` partitions (two rolled segments of one small batch
 each, and an active one) is shipped, and polled ``--idle-polls`` times more with nothing new:
 the process's CPU per poll per partition, and what that makes at the default poll interval (the
-share of a core for that many partitions, and the partitions 1 % of a core polls). Nothing here
-asserts a time.
+share of a core for that many partitions, and the partitions 1 % of a core polls). Then the
+whole command, ``segcompact ship`` polling that log dir every 10 s (the default) with its lease
+renewed, is left idle for ``--idle-s`` seconds after a warm-up poll: its CPU from /proc, as a
+share of a core (0: not run). Nothing here asserts a time.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Sequence
@@ -28,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import segcompact
 from segcompact.config.ship import parse_ship_config
 from segcompact.format.batch import build_batch
 from segcompact.format.record import Record
@@ -67,9 +73,12 @@ def write_idle_log(root: Path, partitions: int) -> None:
             SampleSegment(base, [batch]).write(root / f"idle-{p}")
 
 
-def _cpu() -> float:
-    """This process's CPU seconds, every thread's (utime + stime of /proc/self/stat)."""
-    with open("/proc/self/stat") as f:
+_WARM_UP_S = 15  # the command's first poll reads each partition's owner and manifest
+
+
+def _cpu(pid: int | str = "self") -> float:
+    """A process's CPU seconds, every thread's (utime + stime of /proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
         text = f.read()
     fields = text[text.rindex(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -124,6 +133,34 @@ def measure_idle(server: MinioServer, log_dir: Path, partitions: int, polls: int
     }
 
 
+def measure_idle_command(server: MinioServer, log_dir: Path, work: Path, seconds: int) -> float:
+    """The share of a core ``segcompact ship`` takes polling ``log_dir`` (shipped already to a
+    fresh bucket here) for ``seconds`` after a warm-up."""
+    shipped = _shipper(server, log_dir, uploads=4)
+    if shipped.poll().errors:
+        raise AssertionError("the idle log was not shipped")
+    settings = "\n".join(f'"{k}" = "{v}"' for k, v in server.spark_settings().items())
+    config = work / "ship-idle.toml"
+    config.write_text(
+        f'[ship]\nlog_dirs = ["{log_dir}"]\nto = "{shipped.settings.to}"\n'
+        f'topics_regex = ".*"\n[spark]\n{settings}\n'
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(segcompact.__file__).parents[1])}
+    command = [sys.executable, "-m", "segcompact.cli", "ship", "--config", str(config)]
+    process = subprocess.Popen(command, cwd=work, env=env, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(_WARM_UP_S)
+        if process.poll() is not None:
+            raise AssertionError(f"segcompact ship exited with {process.returncode}")
+        start = _cpu(process.pid)
+        time.sleep(seconds)
+        used = _cpu(process.pid) - start
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(60)
+    return used / seconds * 100
+
+
 def measure(server: MinioServer, log_dir: Path, rolled: list[Path], uploads: int) -> dict[str, Any]:
     size = sum(p.stat().st_size for p in rolled)
     plain_bucket = server.make_bucket(f"plain-{uuid.uuid4().hex[:8]}")
@@ -163,6 +200,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--uploads", type=int, default=4)
     parser.add_argument("--idle-partitions", type=int, default=200)
     parser.add_argument("--idle-polls", type=int, default=20)
+    parser.add_argument("--idle-s", type=int, default=60, help="the idle command; 0: not run")
     options.add_workdir(parser, "bench-ship", "the log dir and MinIO's data")
     args = parser.parse_args(argv)
     work: Path = args.workdir.resolve()
@@ -174,6 +212,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     with MinioServer(work / f"minio-{uuid.uuid4().hex[:8]}") as server:
         results = measure(server, log_dir, rolled, args.uploads)
         results["idle"] = measure_idle(server, idle_dir, args.idle_partitions, args.idle_polls)
+        if args.idle_s:
+            results["idle"]["command_core_percent"] = measure_idle_command(
+                server, idle_dir, work, args.idle_s
+            )
     print(
         f"{results['bytes'] / 1e6:.0f} MB in {results['segments']} segments, "
         f"{results['uploads']} at once: ship {results['ship']['mb_per_s']:.0f} MB/s "
@@ -187,6 +229,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         f"{idle['poll_interval_s']:g} s: {idle['core_percent']:.3f} % of a core, 1 % of a core "
         f"for {idle['partitions_per_percent'] or float('inf'):.0f} partitions"
     )
+    if "command_core_percent" in idle:
+        print(
+            f"idle command: {idle['command_core_percent']:.3f} % of a core over {args.idle_s} s "
+            f"({idle['partitions']} partitions, a poll every {idle['poll_interval_s']:g} s)"
+        )
     options.write_json(args, results)
     return results
 

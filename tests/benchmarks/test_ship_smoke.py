@@ -16,7 +16,8 @@ def test_ship_benchmark_smoke(tmp_path: Path) -> None:
     out = ship.main(
         [
             *("--partitions", "2", "--segments", "1", "--segment-mib", "2"),
-            *("--idle-partitions", "3", "--idle-polls", "2", "--workdir", str(tmp_path)),
+            *("--idle-partitions", "3", "--idle-polls", "2", "--idle-s", "0"),
+            *("--workdir", str(tmp_path)),
         ]
     )
     assert out["segments"] == 2 and out["bytes"] > 4_000_000
