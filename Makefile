@@ -164,7 +164,9 @@ bench-latency: setup
 	$(BIN)/python -m tests.benchmarks.latency
 
 # segcompact ship to MinIO (checked, multipart completed last, manifest) beside s3fs put_file
-# of the same 512 MiB of segments, 4 at once: MB/s of each and the ratio.
+# of the same 512 MiB of segments, 4 at once: MB/s of each and the ratio; then idle polls of
+# 200 shipped partitions: CPU (from /proc) a partition a poll, beside the poll interval, and
+# the idle command's share of a core over a minute.
 bench-ship: setup minio
 	$(BIN)/python -m tests.benchmarks.ship --partitions 4 --segments 2 --segment-mib 64
 

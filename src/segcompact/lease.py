@@ -176,15 +176,21 @@ class Lease:
     def live_holders(self) -> list[Holder]:
         """Who holds each location's lease now and is alive (``segcompact health``): nothing
         is written."""
+        now = self.clock.now_ms()
+        return [h for h in self.last_holders() if h is not None and h.live(now, self.host)]
+
+    def last_holders(self) -> list[Holder | None]:
+        """What each location's latest lease file says, live or not (None: there is none):
+        nothing is written. A holder renewing while it is read is read again."""
         out = []
         for place in self.places:
-            seen = place.epochs()
-            try:
-                holder = place.read(seen[-1]) if seen else None
-            except FileNotFoundError:
-                continue  # renewed while read: its holder is alive; the next look sees it
-            if holder is not None and holder.live(self.clock.now_ms(), self.host):
-                out.append(holder)
+            while True:
+                seen = place.epochs()
+                try:
+                    out.append(place.read(seen[-1]) if seen else None)
+                    break
+                except FileNotFoundError:
+                    continue  # renewed (that epoch removed) while read
         return out
 
     def _holder(self, *, released: bool = False) -> Holder:

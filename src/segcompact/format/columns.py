@@ -17,9 +17,7 @@ import logging
 import sys
 from array import array
 from collections.abc import Callable
-from typing import NamedTuple, Protocol
-
-import numpy as np
+from typing import Literal, NamedTuple, Protocol
 
 from segcompact.errors import CorruptBatchError
 from segcompact.format.record import Record, encode_records, iter_records
@@ -280,8 +278,8 @@ def records_of(columns: ColumnBuffers, start: int, stop: int) -> list[Record]:
     def entries(
         offsets: Buffer, data: Buffer, valid: Buffer | None
     ) -> Callable[[int], bytes | None]:
-        bounds = np.frombuffer(offsets, np.int32)
-        flags = None if valid is None else np.frombuffer(valid, np.uint8)
+        bounds = _ints(offsets, "i")
+        flags = None if valid is None else _ints(valid, "B")
         view = memoryview(data)  # of a whole chunk, when the columns are a slice of it
 
         def at(i: int) -> bytes | None:
@@ -295,10 +293,10 @@ def records_of(columns: ColumnBuffers, start: int, stop: int) -> list[Record]:
     value = entries(columns.value_offsets, columns.value_data, columns.value_valid)
     hkey = entries(columns.hkey_offsets, columns.hkey_data, None)
     hvalue = entries(columns.hvalue_offsets, columns.hvalue_data, columns.hvalue_valid)
-    offsets = np.frombuffer(columns.offset, np.int64)
-    timestamps = np.frombuffer(columns.timestamp, np.int64)
-    attributes = np.frombuffer(columns.attributes, np.int8)
-    headers = np.frombuffer(columns.header_offsets, np.int32)
+    offsets = _ints(columns.offset, "q")
+    timestamps = _ints(columns.timestamp, "q")
+    attributes = _ints(columns.attributes, "b")
+    headers = _ints(columns.header_offsets, "i")
     return [
         Record(
             int(offsets[i]),
@@ -313,6 +311,13 @@ def records_of(columns: ColumnBuffers, start: int, stop: int) -> list[Record]:
         )
         for i in range(start, stop)
     ]
+
+
+def _ints(buffer: Buffer, kind: Literal["b", "B", "i", "q"]) -> memoryview:
+    """``buffer``'s bytes as native integers of struct format ``kind``, as numpy's
+    ``frombuffer`` would read them, without numpy: the shipper reads segments and has no other
+    use for it."""
+    return memoryview(buffer).cast("B").cast(kind)
 
 
 @functools.cache

@@ -14,6 +14,9 @@ An entry covers offsets ``[start, end)``, ``end`` being the next segment's base 
 Beside the entries, ``owner.json`` names the log dir whose shipper ships the partition: with
 replication, every broker holding a replica runs a shipper to the same root, and the replicas'
 segments need not start at the same offsets, so one of them (the first to claim it) ships it.
+A shipper that takes a partition over (its owner's lease long gone) writes the next owner file,
+``owner-<n:06d>.json``, exclusively: the highest one names the owner, and of two takers only
+one writes it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from segcompact.storage import FileSystem
 
 MANIFEST_DIR = ".ship"
 OWNER = "owner.json"  # which log dir ships this partition (the first to claim it)
+_OWNER_AFTER = re.compile(r"^owner-(?P<n>[0-9]{6})\.json$")  # those that took it over, in turn
 _ENTRY = re.compile(r"^(?P<start>[0-9]{20})\.json$")
 
 Kind = Literal["shipped", "gap", "damaged"]
@@ -98,14 +102,45 @@ class PartitionManifest:
         self.fs.makedirs(self.dir)
         return self.fs.create_exclusive(self.path(entry.start), entry.to_json())
 
-    def owner(self, log_dir_id: str) -> str:
-        """The log dir that ships this partition: the one named in ``owner.json``, or
-        ``log_dir_id``, claimed now when none is."""
-        path = self.fs.join(self.dir, OWNER)
+    def owner(self, log_dir_id: str) -> Owner:
+        """The log dir that ships this partition, from its highest owner file; ``log_dir_id``,
+        claimed now, when there is none."""
         self.fs.makedirs(self.dir)
-        if self.fs.create_exclusive(path, json.dumps({"log_dir": log_dir_id}).encode()):
-            return log_dir_id
+        if self.fs.create_exclusive(self._owner_path(0), _owner_json(log_dir_id)):
+            return Owner(log_dir_id, 0)
+        return self.current_owner()
+
+    def current_owner(self) -> Owner:
+        """The owner the highest owner file names (one listing and one read)."""
+        found = [0]  # owner.json, there once claimed
+        for f in self.fs.list_dir(self.dir):
+            if m := _OWNER_AFTER.match(f.name):
+                found.append(int(m["n"]))
+        path = self._owner_path(max(found))
         try:
-            return str(json.loads(self.fs.read_bytes(path))["log_dir"])
+            return Owner(str(json.loads(self.fs.read_bytes(path))["log_dir"]), max(found))
         except (ValueError, TypeError, KeyError) as e:
             raise SegcompactError(f"{path}: not a shipper's owner file ({e})") from None
+
+    def take_over(self, previous: Owner, log_dir_id: str) -> bool:
+        """Name ``log_dir_id`` the owner after ``previous``; False when another shipper wrote
+        that owner file first."""
+        return self.fs.create_exclusive(
+            self._owner_path(previous.generation + 1), _owner_json(log_dir_id)
+        )
+
+    def _owner_path(self, generation: int) -> str:
+        name = OWNER if generation == 0 else f"owner-{generation:06d}.json"
+        return self.fs.join(self.dir, name)
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The log dir that ships a partition, and which owner file says so (0: ``owner.json``)."""
+
+    log_dir: str
+    generation: int
+
+
+def _owner_json(log_dir_id: str) -> bytes:
+    return json.dumps({"log_dir": log_dir_id}).encode()

@@ -5,7 +5,10 @@ A partition is handled by one thread at a time, its segments in offset order
 next poll and counts an error, the others go on. A damaged segment is recorded, reported in one
 line, and passed (it will not heal: Kafka never appends to a rolled segment). The shipper holds
 a lease per log dir (:mod:`segcompact.lease`) in ``<to>/.segcompact-ship/<log dir id>``: two
-shippers of one log dir would both upload the same segments.
+shippers of one log dir would both upload the same segments. A partition another log dir's
+shipper claimed is left to it while that shipper's lease lives, and taken over once the lease
+has been expired (or released) for longer than ``lease_timeout_ms``: the broker lost the
+replica (a reassignment, a replaced broker), or is down for that long.
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from segcompact.config.ship import ShipConfig, ShipSettings
 from segcompact.discovery import SHIPPER_DIR
 from segcompact.errors import ConfigError, CorruptBatchError, SegcompactError
 from segcompact.format.logdir import parse_partition_dir
+from segcompact.humanize import duration
 from segcompact.lease import Lease
 from segcompact.ship import gaps
 from segcompact.ship.broker import CHECKPOINT, log_dir_id, read_high_watermarks
-from segcompact.ship.manifest import Entry, PartitionManifest
+from segcompact.ship.manifest import Entry, Owner, PartitionManifest
 from segcompact.ship.metrics import ShipMetrics
 from segcompact.ship.results import PartitionResult, PollResult
 from segcompact.ship.rules import (
@@ -66,9 +70,11 @@ class Shipper:
         self.target = self.target_fs.abspath(self.target)
         # What this process knows of the target, read once a partition: it is the only writer
         # of what it owns (the lease, owner.json), so a poll with nothing to ship reads nothing.
-        self._owners: dict[str, str] = {}  # partition → the log dir that ships it
+        self._owners: dict[str, Owner] = {}  # partition → the log dir that ships it
+        self._alive_until: dict[str, int] = {}  # another log dir → no takeover before (ms)
         self._shipped_to: dict[str, int | None] = {}  # partition → where its manifest ends
         self._unchecked: set[str] = set()  # log dirs without a high-watermark checkpoint
+        self._ids: dict[str, str] = {}  # log dir → its id, read once (it names the lease)
         self.stop = threading.Event()  # set: each partition stops after the segment in hand
 
     def check(self) -> None:
@@ -85,13 +91,14 @@ class Shipper:
         places = []
         for log_dir in self.settings.log_dirs:
             fs, path = self.storage.resolve(log_dir)
-            name = log_dir_id(fs, path)
+            name = self._log_dir_id(fs, fs.abspath(path))
             places.append(self.target_fs.join(self.target, SHIPPER_DIR, name))
         return Lease(
             places,
             self.storage,
             command="ship",
             timeout_ms=self.settings.lease_timeout_ms,
+            clock=self.clock,
             tables=(),
         )
 
@@ -118,7 +125,7 @@ class Shipper:
                 total.errors += 1
                 total.unknown = True
                 continue
-            me = log_dir_id(fs, fs.abspath(root))
+            me = self._log_dir_id(fs, fs.abspath(root))
             try:
                 committed = self._high_watermarks(fs, fs.abspath(root))
             except (OSError, ValueError) as e:
@@ -165,6 +172,11 @@ class Shipper:
             self.metrics.lag(age, waiting_bytes, waiting, total.partitions, total.elsewhere)
         return total
 
+    def _log_dir_id(self, fs: FileSystem, log_dir: str) -> str:
+        if log_dir not in self._ids:
+            self._ids[log_dir] = log_dir_id(fs, log_dir)
+        return self._ids[log_dir]
+
     def _high_watermarks(self, fs: FileSystem, log_dir: str) -> dict[tuple[str, int], int] | None:
         """The log dir's checkpointed high watermarks; None, said once, where there is no
         checkpoint to wait for."""
@@ -204,9 +216,12 @@ class Shipper:
             result.unknown = True
             return result
         try:
-            owner = self._owners.get(name) or manifest.owner(log_dir)
+            known = self._owners.get(name)
+            owner = known or manifest.owner(log_dir)
+            if owner.log_dir != log_dir and self._owner_gone(owner.log_dir):
+                owner = self._take_over(manifest, name, owner, log_dir)
             self._owners[name] = owner
-            if owner != log_dir:
+            if owner.log_dir != log_dir:
                 result.elsewhere = True
                 return result
             if name not in self._shipped_to:
@@ -231,6 +246,15 @@ class Shipper:
             result.errors += 1
             return result
         steps = plan(listing, self._shipped_to[name], committed)
+        try:
+            if steps and known is not None and not self._still_owner(manifest, name, log_dir):
+                result.elsewhere = True
+                return result
+        except (OSError, SegcompactError) as e:
+            log.error("%s: cannot be read (%s)", manifest.dir, e)
+            result.errors += 1
+            result.unknown = True
+            return result
         for i, step in enumerate(steps):
             if self.stop.is_set():  # SIGTERM: the rest waits for the next start
                 result.waiting = [self._waiting(fs, files, s) for s in steps[i:]]
@@ -244,6 +268,52 @@ class Shipper:
                 result.waiting = [self._waiting(fs, files, s) for s in steps[i:]]
                 return result
         return result
+
+    def _owner_gone(self, owner: str) -> bool:
+        """Whether the lease of log dir ``owner``'s shipper has been expired (or released) for
+        longer than ``lease_timeout_ms``. Read at most once that long after its expiry: no
+        takeover can be due before, so a poll over partitions shipped elsewhere mostly reads
+        nothing. A log dir that never held a lease here is not taken from."""
+        now = self.clock.now_ms()
+        if now < self._alive_until.get(owner, 0):
+            return False
+        timeout = self.settings.lease_timeout_ms
+        place = self.target_fs.join(self.target, SHIPPER_DIR, owner)
+        lease = Lease([place], self.storage, command="ship", timeout_ms=timeout, clock=self.clock)
+        (holder,) = lease.last_holders()
+        if holder is None:
+            self._alive_until[owner] = now + timeout
+            return False
+        self._alive_until[owner] = holder.expires_ms + timeout
+        return now >= self._alive_until[owner]
+
+    def _take_over(
+        self, manifest: PartitionManifest, name: str, previous: Owner, log_dir: str
+    ) -> Owner:
+        """Make ``log_dir`` the owner of partition ``name`` after ``previous``, whose lease is
+        gone; the owner another shipper made first if it got there before."""
+        if not manifest.take_over(previous, log_dir):
+            return manifest.current_owner()
+        log.warning(
+            "%s: taken over from log dir %s, whose shipper's lease has been gone for over %s; "
+            "shipping goes on from where its manifest ends",
+            name,
+            previous.log_dir,
+            duration(self.settings.lease_timeout_ms),
+        )
+        self._shipped_to.pop(name, None)  # read again: the manifest is the other's so far
+        return Owner(log_dir, previous.generation + 1)
+
+    def _still_owner(self, manifest: PartitionManifest, name: str, log_dir: str) -> bool:
+        """Whether ``log_dir`` still owns partition ``name``, read again before anything of it
+        is written: another shipper takes it over if this one stalled past its lease."""
+        current = manifest.current_owner()
+        if current.log_dir == log_dir:
+            return True
+        log.warning("%s: now shipped by log dir %s, which took it over", name, current.log_dir)
+        self._owners[name] = current
+        self._shipped_to.pop(name, None)
+        return False
 
     def _step(
         self,

@@ -20,7 +20,7 @@ class FileInfo:
 
 
 class OnFileSystem:
-    """A file or directory of a file system client (pyarrow's, fsspec's): where it is."""
+    """A file or directory of a file system client (fsspec's): where it is."""
 
     __slots__ = ("fs", "path")
 

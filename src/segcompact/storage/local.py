@@ -1,9 +1,9 @@
 """Local (POSIX) files: the embedded default, and FUSE mounts of object stores.
 
-Segments are read through ``pyarrow.fs`` (:class:`ArrowInputFile`); on local files it reads as
-fast as a buffered Python file. Writes stay on Python files: ``pyarrow.fs`` can neither fsync a
-file nor create one exclusively, and a segment or manifest file must be durable, and never
-overwrite another, before it is published.
+Segments are read through buffered Python files (:class:`LocalInputFile`): as fast as
+``pyarrow.fs`` on local files, without loading pyarrow (some 50 MiB) into a process that has no
+other use for it, such as ``segcompact ship``. A segment or manifest file is written durable
+(fsynced), and never over another, before it is published.
 
 A FUSE mount of an object store (Databricks' ``/Volumes/…`` and ``/dbfs/…``) has neither hard
 links nor symlinks: there an exclusive create writes the file with ``O_EXCL`` (the mount
@@ -22,10 +22,8 @@ import uuid
 from collections.abc import Callable
 from typing import IO, BinaryIO
 
-from pyarrow import fs as pafs
-
 from segcompact.format.io import InputStream, OutputStream
-from segcompact.storage.base import FileInfo, OnFileSystem
+from segcompact.storage.base import FileInfo
 
 _READ_BUFFER = 1 << 20
 
@@ -65,7 +63,7 @@ class LocalFileSystem:
                     continue
         return found
 
-    def input_file(self, path: str) -> ArrowInputFile:
+    def input_file(self, path: str) -> LocalInputFile:
         return LocalInputFile(path)
 
     def open_seekable(self, path: str) -> BinaryIO:
@@ -179,42 +177,32 @@ def _fsync_dir(directory: str) -> None:
 LOCAL = LocalFileSystem()
 
 
-class ArrowInputFile(OnFileSystem):
-    """A file of a ``pyarrow.fs`` file system for the codec to read.
+class LocalInputFile:
+    """A local file for the codec to read.
 
     The stream is sequential and buffered: the reader asks for a batch's first bytes and then
-    for the rest, which unbuffered would cost a system call (or a request) each.
-    A missing file raises :class:`FileNotFoundError`, from ``len()`` as from ``open()``.
+    for the rest, which unbuffered would cost a system call each. A missing file raises
+    :class:`FileNotFoundError`, from ``len()`` as from ``open()``; anything but a regular file
+    :class:`IsADirectoryError` from ``len()``.
     """
 
-    __slots__ = ()
-
-    def __len__(self) -> int:
-        info = self.fs.get_file_info(self.path)
-        if info.type == pafs.FileType.NotFound:
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), self.path)
-        if info.type != pafs.FileType.File:
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.path)
-        return int(info.size)
-
-    def open(self) -> InputStream:
-        # compression=None: pyarrow would otherwise decompress by file extension.
-        stream: InputStream = self.fs.open_input_stream(
-            self.path, compression=None, buffer_size=_READ_BUFFER
-        )
-        return stream
-
-
-_LOCAL_ARROW = pafs.LocalFileSystem()
-
-
-class LocalInputFile(ArrowInputFile):
-    """A local file for the codec to read."""
-
-    __slots__ = ()
+    __slots__ = ("path",)
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        super().__init__(_LOCAL_ARROW, os.fspath(path))
+        self.path = os.fspath(path)
+
+    @property
+    def location(self) -> str:
+        return self.path
+
+    def __len__(self) -> int:
+        info = os.stat(self.path)
+        if not stat.S_ISREG(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.path)
+        return info.st_size
+
+    def open(self) -> InputStream:
+        return open(self.path, "rb", buffering=_READ_BUFFER)
 
 
 class _DurableFile:

@@ -16,18 +16,19 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from segcompact.format.io import InputStream, OutputStream
-from segcompact.storage.base import FileInfo, OnFileSystem
+from segcompact.storage.base import FileInfo, NewFile, OnFileSystem
+from segcompact.storage.multipart import PART_BYTES, MultipartNewFile, lost_race
 
 _READ_BLOCK = 8 << 20  # one ranged GET per 8 MiB of a segment
-_PART = 8 << 20  # a streamed upload holds one part in memory (S3's least is 5 MiB)
 
 
 class ObjectStore:
     """A bucket's objects as files, through an fsspec file system."""
 
-    def __init__(self, scheme: str, fs: Any) -> None:
+    def __init__(self, scheme: str, fs: Any, *, s3: bool = False) -> None:
         self.scheme = scheme
         self.fs = fs
+        self._s3 = s3  # fs is s3fs': new files are segcompact's own multipart uploads
 
     def __repr__(self) -> str:
         return f"ObjectStore({self.scheme}://)"
@@ -98,13 +99,8 @@ class ObjectStore:
     def create_exclusive(self, path: str, data: bytes) -> bool:
         try:
             self.fs.pipe_file(path, data, mode="create")
-        except FileExistsError:
-            return False
         except OSError as e:
-            # s3fs names a failed If-None-Match FileExistsError only when the store says which
-            # condition failed; MinIO answers a bare 412 PreconditionFailed.
-            response = getattr(e.__cause__, "response", None) or {}
-            if response.get("Error", {}).get("Code") == "PreconditionFailed":
+            if lost_race(e):
                 return False
             raise
         return True
@@ -119,8 +115,10 @@ class ObjectStore:
     def output_directory(self, path: str) -> ObjectOutputDirectory:
         return ObjectOutputDirectory(self.fs, path)
 
-    def new_file(self, path: str) -> ObjectNewFile:
-        return ObjectNewFile(self.fs.open(path, "xb", block_size=_PART))
+    def new_file(self, path: str) -> NewFile:
+        if self._s3:
+            return MultipartNewFile(self.fs, path)
+        return ObjectNewFile(self.fs.open(path, "xb", block_size=PART_BYTES))
 
     def remove(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -153,10 +151,9 @@ class ObjectInputFile(OnFileSystem):
 
 
 class ObjectNewFile:
-    """An upload (multipart past fsspec's block size, one PUT below it) that is completed only
-    by :meth:`publish`, with ``If-None-Match: *``: until then, and after a kill -9, nothing is
-    under the name (an unfinished multipart upload is invisible; a bucket lifecycle rule
-    aborts it)."""
+    """An upload through fsspec's file (ABFS, GCS; S3's is
+    :class:`~segcompact.storage.multipart.MultipartNewFile`), completed only by :meth:`publish`,
+    with ``If-None-Match: *``: until then, and after a kill -9, nothing is under the name."""
 
     def __init__(self, file: Any) -> None:
         self._file = file
@@ -167,11 +164,8 @@ class ObjectNewFile:
     def publish(self) -> bool:
         try:
             self._file.close()
-        except FileExistsError:
-            return False
         except OSError as e:
-            response = getattr(e.__cause__, "response", None) or {}
-            if response.get("Error", {}).get("Code") == "PreconditionFailed":
+            if lost_race(e):
                 return False
             raise
         return True

@@ -215,7 +215,7 @@ def _object_store(storage: Storage, scheme: str) -> FileSystem:
 
         project = storage.hadoop.get("fs.gs.project.id")
         fs = gcsfs.GCSFileSystem(project=project) if project else gcsfs.GCSFileSystem()
-    return ObjectStore(scheme, fs)
+    return ObjectStore(scheme, fs, s3=scheme in _S3)
 
 
 def _azure_options(hadoop: Mapping[str, str]) -> dict[str, Any]:
