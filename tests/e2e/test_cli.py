@@ -305,9 +305,9 @@ def test_demo_ends_with_materialised_segments_and_says_where(
     assert f"wrote a new ledger secret to {secret} (mode 0600)" in proc.stdout
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600
     # "sessions" has a 10-minute SLA: the demo erases what is pending at once (purge --force),
-    # so its report has completed erasures, every one in time.
-    rounds = re.search(r"erasure \(purge --force\): (\d+) round\(s\) completed", proc.stdout)
-    assert rounds is not None and int(rounds.group(1)) >= 1, proc.stdout
+    # so its report has completed erasures, every one in time. (On a slow machine the run's
+    # own upkeep may have completed the rounds before the purge, which then has none to do.)
+    assert re.search(r"erasure \(purge --force\): \d+ round\(s\) completed", proc.stdout)
     report = proc.stdout[proc.stdout.index("deletion SLA") :]
     assert "sessions-0" in report and "sessions-1" in report and "breaches:" not in report
     summary = re.search(r"(\d+) of (\d+) met \(.*\), (\d+) pending, 0 breached", report)
@@ -521,7 +521,7 @@ def test_every_command_refuses_a_bad_config_before_writing(
         (["export", "--config", "compactor.toml"], ["--to"]),
         (["export", "--config", "compactor.toml", "--to", "s3x://b/x"], ["--to", "unknown scheme"]),
         (["dump", "nowhere.log"], ["nowhere.log: no such file"]),
-        (["dump", "compactor.toml"], ["compactor.toml: not a .log, .index or .timeindex file"]),
+        (["dump", "compactor.toml"], ["compactor.toml: not a segment's .log"]),
         (["dump", "in"], ["in: is a directory"]),
         (["export", "--config", "compactor.toml", "--to", ""], ["--to: empty path"]),
         (["demo", "--config", "missing.toml"], ["missing.toml", "cannot read config file"]),
