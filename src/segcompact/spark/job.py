@@ -23,8 +23,7 @@ from segcompact.backlog import Backlog, QueryLog, manifest_dir, query_dir
 from segcompact.clock import Clock, job_clock
 from segcompact.compaction.reduce import Rankings
 from segcompact.config import CompactorConfig
-from segcompact.config.sla import smallest_sla_ms
-from segcompact.erasure.keyhash import ledger_secret
+from segcompact.erasure.keyhash import job_secret
 from segcompact.errors import SegcompactError, root_cause
 from segcompact.manifest import Manifest
 from segcompact.metrics import JobMetrics
@@ -60,11 +59,7 @@ class Compactor:
             SparkMetrics(spark) if metrics is not None and config.metrics.spark else None
         )
         # Checked before anything starts: a topic with an SLA needs the ledger's secret.
-        secret = (
-            ledger_secret(config.state.ledger_secret_file)
-            if smallest_sla_ms(config) is not None
-            else None
-        )
+        secret = job_secret(config)
         self.tables = Tables.of(config)
         with timed(log, "tables"):
             self.tables.ensure(spark)
