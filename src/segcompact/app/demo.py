@@ -186,7 +186,7 @@ def _sla_report(compactor: Any, config: CompactorConfig, config_path: str) -> It
     from segcompact.erasure.summary import scope
     from segcompact.table_sql import open_sql
 
-    done = compactor.purge(force=True)
+    done = compactor.upkeep(force=True)
     yield f"erasure (purge --force): {len(done.completed)} round(s) completed"
     for why in done.waiting:
         yield f"  waiting: {why}"

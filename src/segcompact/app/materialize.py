@@ -26,8 +26,7 @@ def materialize(
         from segcompact.spark.job import Compactor
 
         compactor = Compactor(session(config, jvm_output), config)
-        compactor.merger.settle(compactor.clock.now_ms())
-        results = compactor.materializer.run(topic=topic, partition=partition, force=force)
+        results = compactor.materialize(topic=topic, partition=partition, force=force)
     lines = [
         f"{r['topic']}-{r['partition']}: version {r['version']}, {r['records']} records in "
         f"{r['segments']} segments ({r['bytes']} bytes); {', '.join(r['reasons'])}"

@@ -16,7 +16,7 @@ def purge(config_path: str, *, force: bool, jvm_output: str | None) -> Reply:
             return Reply((NOTHING_DUE,))
         from segcompact.spark.job import Compactor
 
-        report = Compactor(session(config, jvm_output), config).purge(force=force)
+        report = Compactor(session(config, jvm_output), config).upkeep(force=force)
     lines = []
     if report.opened is not None:
         lines.append(f"erasure round {report.opened} opened")
