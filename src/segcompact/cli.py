@@ -15,8 +15,9 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import NoReturn
 
+from segcompact.app.reply import EXIT_DATA, EXIT_USAGE, Reply
 from segcompact.errors import (
     ConfigError,
     CorruptBatchError,
@@ -25,39 +26,34 @@ from segcompact.errors import (
     root_cause,
 )
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-    from tqdm import tqdm
-
-    from segcompact.backlog import Backlog
-    from segcompact.config import CompactorConfig
-    from segcompact.lease import Lease
-    from segcompact.metrics import JobMetrics
-
-EXIT_DATA = 1
-EXIT_USAGE = 2
-
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def _dump(args: argparse.Namespace) -> int:
-    from segcompact.dump import dump
+def _say(reply: Reply) -> int:
+    """Print what a command says; its exit code."""
+    for line in reply.lines:
+        print(line)
+    for line in reply.errors:
+        print(line, file=sys.stderr)
+    return reply.code
 
-    files = [*args.paths, *args.files]
-    if not files:
-        raise UsageError("dump: name the files to print (FILE… or --files F[,F…])")
-    dump(
-        files,
-        deep=args.deep_iteration,
-        print_data=args.print_data_log,
-        index_sanity=args.index_sanity_check,
-        as_json=args.format == "json",
-        out=sys.stdout,
+
+def _dump(args: argparse.Namespace) -> int:
+    from segcompact.app.dump import dump_files
+
+    return _say(
+        dump_files(
+            [*args.paths, *args.files],
+            deep=args.deep_iteration,
+            print_data=args.print_data_log,
+            index_sanity=args.index_sanity_check,
+            as_json=args.format == "json",
+            out=sys.stdout,
+        )
     )
-    return 0
 
 
 def _file_list(value: str) -> list[str]:
@@ -65,46 +61,9 @@ def _file_list(value: str) -> list[str]:
     return [f for f in value.split(",") if f]
 
 
-def _load(path: str, *, writes: bool = False) -> CompactorConfig:
-    """The config; for a command that ``writes`` the tables, also the ledger's secret when a
-    topic has a deletion SLA (checked here, before Spark starts)."""
-    from segcompact.config import load_config
-
-    config = load_config(path)
-    config.check_storage()
-    if writes:
-        from segcompact.config.sla import smallest_sla_ms
-        from segcompact.erasure.keyhash import ledger_secret
-
-        if smallest_sla_ms(config) is not None:
-            ledger_secret(config.state.ledger_secret_file)
-    return config
-
-
-def _leased(config: CompactorConfig, command: str) -> Lease:
-    """This job's lease on the locations it writes (``with``: taken before Spark starts, renewed
-    while ``command`` runs): a second job is refused, and a lease lost meanwhile fails it."""
-    from segcompact.lease import job_lease
-
-    return job_lease(config, command)
-
-
 # Where the JVM a command starts writes (Spark's log lines, the JVM's warnings): a file, so
 # that segcompact's own lines stand alone on stderr; None (--verbose, SEGCOMPACT_DEBUG): stderr.
 _jvm_output: str | None = None
-
-
-def _session(config: CompactorConfig, *, long_running: bool = False) -> SparkSession:
-    """The Spark session, with the config's ``[spark]`` settings."""
-    from segcompact.spark.session import config_settings, get_spark
-
-    settings = config_settings(config, long_running=long_running)
-    return get_spark(
-        conf=settings,
-        jvm_output=_jvm_output,
-        long_running=long_running,
-        archive_classes=not long_running,
-    )
 
 
 def _spark_output_note() -> str:
@@ -114,62 +73,31 @@ def _spark_output_note() -> str:
     return f" (Spark's output: {_jvm_output})"
 
 
-def _ensured(config: CompactorConfig) -> SparkSession:
-    """The Spark session, the job's tables created if missing: a read-only command's way when
-    delta-rs cannot read them (``segcompact.table_sql``)."""
-    from segcompact.spark.tables import Tables
-
-    spark = _session(config)
-    Tables.of(config).ensure(spark)
-    return spark
+def _log_lines(log_format: str, level: int) -> None:
+    """segcompact's own log lines on stderr, from ``level`` up (py4j's logger, which reports a
+    refused batch with a traceback, keeps its silence)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_JsonLines() if log_format == "json" else _TextLines())
+    logger = logging.getLogger("segcompact")
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.uncleanable_ok and not args.once:
-        raise UsageError("--uncleanable-ok: only with --once (the continuous job does not exit)")
-    config = _load(args.config, writes=True)
-    from segcompact.discovery import check_roots
+    from segcompact.app.run import run
 
-    check_roots(config.source.paths, config.storage)  # a typo'd root: exit 2 before Spark
-    from segcompact.spark.job import Compactor, GracefulStop
-    from segcompact.spark.jvm import stop_session
-
-    # segcompact's own progress lines only: py4j's logger (which reports a refused batch with
-    # a traceback) keeps its silence. A run --once is quiet but for its progress bar and its
-    # summary line.
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_JsonLines() if args.log_format == "json" else _TextLines())
-    logger = logging.getLogger("segcompact")
-    logger.addHandler(handler)
+    # A run --once is quiet but for its progress bar and its summary line.
     quiet = logging.WARNING if args.once else logging.INFO
-    logger.setLevel(logging.DEBUG if args.verbose else quiet)
-    logger.propagate = False
-    metrics = _metrics(config)  # a port in use: exit 2 before Spark starts
-    with _leased(config, "run") as lease:
-        stop = GracefulStop()
-        if not args.once:
-            # Before Spark starts: its JVM ignores SIGTERM, and this process stops it.
-            stop.install()
-            lease.on_lost = stop.requested.set
-        session = _session(config, long_running=not args.once)
-        compactor = Compactor(session, config, metrics=metrics)
-        if args.once:
-            lease.on_lost = lambda: compactor.request_stop(trigger_active=False)
-            backlog = compactor.backlog()
-            with _progress(backlog.total) as bar:
-                summary = compactor.run_once(
-                    on_batch=lambda batch_id: _advance(bar, backlog, batch_id), backlog=backlog
-                )
-            print(summary.line())  # stdout: what a batch scheduler keeps
-            failure = summary.failure()
-            if failure is not None and not args.uncleanable_ok:
-                print(f"segcompact: error: {failure} (--uncleanable-ok: exit 0)", file=sys.stderr)
-                return EXIT_DATA
-            return 0
-        if not stop.requested.is_set():  # a stop while Spark started: no query
-            stop.wait(compactor, compactor.start(once=False))
-        stop_session(session)  # nothing of the job outlives it
-    return 0
+    _log_lines(args.log_format, logging.DEBUG if args.verbose else quiet)
+    return _say(
+        run(
+            args.config,
+            once=args.once,
+            uncleanable_ok=args.uncleanable_ok,
+            jvm_output=_jvm_output,
+        )
+    )
 
 
 def _log_time(record: logging.LogRecord) -> str:
@@ -199,100 +127,17 @@ class _JsonLines(logging.Formatter):
         return json.dumps(entry)
 
 
-def _metrics(config: CompactorConfig) -> JobMetrics | None:
-    """The job's metrics, served on ``[metrics]``'s port (the job gives them to Spark's metrics
-    system with ``spark = true``); None when ``[metrics]`` asks for neither."""
-    port = config.metrics.port
-    if port is None and not config.metrics.spark:
-        return None
-    from segcompact.metrics import JobMetrics
-
-    metrics = JobMetrics()
-    if port is None:
-        return metrics
-    try:
-        metrics.serve(config.metrics.host, port)
-    except OSError as e:
-        raise ConfigError(
-            f"[metrics] port = {port}: cannot serve on {config.metrics.host}:{port}: "
-            f"{e.strerror or e}"
-        ) from None
-    return metrics
-
-
-def _progress(total: int) -> tqdm[Any]:
-    """``run --once``'s progress bar, in bytes of segments, on a terminal (none when stderr is
-    not one, as in a log)."""
-    from tqdm import tqdm
-
-    return tqdm(
-        desc="segments",
-        total=total,
-        unit="B",
-        unit_scale=True,
-        unit_divisor=1024,
-        bar_format="{l_bar}{bar}| {n_fmt}B/{total_fmt}B [{elapsed}<{remaining}, {rate_fmt}]",
-        file=sys.stderr,
-        disable=None,
-    )
-
-
-def _advance(bar: tqdm[Any], backlog: Backlog, batch_id: int) -> None:
-    """The bar at the end of micro-batch ``batch_id`` (segments rolled after the start, which
-    the query reads too, raise its total)."""
-    try:
-        done = backlog.done(batch_id)
-    except Exception as e:  # a progress bar never stops the job
-        logging.getLogger("segcompact").debug("progress: %s", e)
-        return
-    if bar.total is not None and done > bar.total:
-        bar.total = done
-    bar.update(done - bar.n)
-
-
 def _status(args: argparse.Namespace) -> int:
-    config = _load(args.config)
-    from segcompact.clock import job_clock
-    from segcompact.ship.gaps import not_shipped
-    from segcompact.status import read_status, skipped, text
+    from segcompact.app.status import status
 
-    now = job_clock().now_ms()
-    rows = read_status(config, now, lambda: _ensured(config))
-    not_read = skipped(config)
-    gaps = not_shipped(config.source.paths, config.storage)  # by segcompact ship
-    if args.format == "json":
-        print(json.dumps({"partitions": rows, "skipped": not_read, "not_shipped": gaps}, indent=2))
-    else:
-        print(text(rows, now, wide=args.wide, skipped=[*not_read, *gaps]))
-    return 0
+    as_json = args.format == "json"
+    return _say(status(args.config, as_json=as_json, wide=args.wide, jvm_output=_jvm_output))
 
 
 def _configs(args: argparse.Namespace) -> int:
-    from segcompact.config import load_config
-    from segcompact.config.describe import text
-    from segcompact.format.logdir import is_topic_name
+    from segcompact.app.configs import describe
 
-    config = load_config(args.config)
-    for topic in args.topic or ():
-        if not is_topic_name(topic):
-            raise UsageError(f"--topic {topic!r}: not a Kafka topic name")
-    unnamed = [t for t in args.topic or () if t not in config.topics]
-    if unnamed:  # as kafka-configs.sh, a topic that does not exist is an error
-        from segcompact.discovery import source_topics
-        from segcompact.status import table_topics
-
-        known = source_topics(config.source.paths, config.storage)
-        if not set(unnamed) <= known:
-            known |= table_topics(config, lambda: _ensured(config))
-        for topic in unnamed:
-            if topic not in known:
-                raise UsageError(
-                    f"--topic {topic!r}: no such topic (not in [topics], not in the job's "
-                    f"tables, no {topic}-<partition> directory under [source] paths)"
-                )
-    topics: list[str | None] = [*(args.topic or sorted(config.topics))]
-    print(text(config, topics if args.topic else [*topics, None]))
-    return 0
+    return _say(describe(args.config, args.topic or [], jvm_output=_jvm_output))
 
 
 def _checks(value: str) -> list[str]:
@@ -308,277 +153,78 @@ def _checks(value: str) -> list[str]:
 
 
 def _health(args: argparse.Namespace) -> int:
-    config = _load(args.config)
-    from segcompact.clock import job_clock
-    from segcompact.health import check
+    from segcompact.app.health import health
 
-    now = job_clock().now_ms()
-    health = check(config, now, lambda: _ensured(config))
-    if args.format == "json":
-        print(json.dumps(health.as_json(), indent=2))
-    else:
-        print(health.text(now))
-    return EXIT_DATA if set(health.failed()) & set(args.fail_on) else 0
-
-
-def _nothing_due(config: CompactorConfig, *, erasure: bool, **selection: Any) -> bool:
-    """Whether delta-rs shows nothing due now, so that Spark need not start to find it out."""
-    from segcompact.clock import job_clock
-    from segcompact.due import nothing_due
-
-    return nothing_due(config, job_clock().now_ms(), erasure=erasure, **selection)
+    as_json = args.format == "json"
+    return _say(health(args.config, as_json=as_json, fail_on=args.fail_on, jvm_output=_jvm_output))
 
 
 def _materialize(args: argparse.Namespace) -> int:
-    config = _load(args.config, writes=True)
-    with _leased(config, "materialize"):
-        if not args.force and _nothing_due(
-            config, erasure=False, topic=args.topic, partition=args.partition
-        ):
-            print("nothing due")
-            return 0
-        from segcompact.spark.job import Compactor
+    from segcompact.app.materialize import materialize
 
-        compactor = Compactor(_session(config), config)
-        compactor.merger.settle(compactor.clock.now_ms())
-        results = compactor.materializer.run(
-            topic=args.topic, partition=args.partition, force=args.force
+    return _say(
+        materialize(
+            args.config,
+            topic=args.topic,
+            partition=args.partition,
+            force=args.force,
+            jvm_output=_jvm_output,
         )
-    for r in results:
-        print(
-            f"{r['topic']}-{r['partition']}: version {r['version']}, {r['records']} records in "
-            f"{r['segments']} segments ({r['bytes']} bytes); {', '.join(r['reasons'])}"
-        )
-    failed = compactor.materializer.failed  # now uncleanable: the others were published
-    for (topic, partition), reason in sorted(failed.items()):
-        print(f"segcompact: error: {topic}-{partition}: {reason}", file=sys.stderr)
-    if not results and not failed:
-        print("nothing due")
-    return 1 if failed else 0
+    )
 
 
 def _delete_records(args: argparse.Namespace) -> int:
-    config = _load(args.config)
-    from segcompact.compaction.delete_records import parse_offset_json
+    from segcompact.app.delete_records import delete_records
 
-    path = args.offset_json_file
-    try:
-        with open(path, "rb") as f:
-            text = f.read()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except OSError as e:
-        raise UsageError(f"{path}: cannot read: {e.strerror or e}") from None
-    requests = parse_offset_json(text, path)
-    from segcompact.clock import job_clock
-    from segcompact.spark.delete_records import delete_records
-    from segcompact.spark.tables import Tables
-
-    with _leased(config, "delete-records"):
-        spark = _session(config)
-        tables = Tables.of(config)
-        tables.ensure(spark)
-        outcomes = delete_records(spark, tables, requests, job_clock().now_ms())
-    print("Records delete operation completed:")
-    for (topic, partition), o in sorted(outcomes.items()):
-        result = f"low_watermark: {o.low_watermark}" if o.error is None else f"error: {o.error}"
-        print(f"partition: {topic}-{partition}\t{result}")
-    return EXIT_DATA if any(o.error for o in outcomes.values()) else 0
+    return _say(delete_records(args.config, args.offset_json_file, jvm_output=_jvm_output))
 
 
 def _purge(args: argparse.Namespace) -> int:
-    config = _load(args.config, writes=True)
-    with _leased(config, "purge"):
-        if not args.force and _nothing_due(config, erasure=True):
-            print("nothing due")
-            return 0
-        from segcompact.spark.job import Compactor
+    from segcompact.app.purge import purge
 
-        report = Compactor(_session(config), config).purge(force=args.force)
-    if report.opened is not None:
-        print(f"erasure round {report.opened} opened")
-    for tp in report.partitions:
-        print(f"{tp[0]}-{tp[1]}: in an open erasure round")
-    for done in report.completed:
-        print(f"erasure round {done} completed")
-    for why in report.waiting:
-        print(f"waiting: {why}")
-    if report.opened is None and not (report.partitions or report.completed or report.waiting):
-        print("nothing due")
-    return 0
+    return _say(purge(args.config, force=args.force, jvm_output=_jvm_output))
 
 
 def _sla(args: argparse.Namespace) -> int:
-    config = _load(args.config)
-    from segcompact.clock import job_clock
-    from segcompact.erasure.ledger_reads import ledger_rows, ledger_views
-    from segcompact.erasure.report import build, text
-    from segcompact.erasure.summary import scope
-    from segcompact.table_sql import open_sql
-    from segcompact.unmerged import judged
+    from segcompact.app.sla import sla
 
-    views = {**ledger_views(config), "partitions": config.state.partitions_table}
-    sql = open_sql(views, config.storage, lambda: _ensured(config))
-    deletes, rounds = ledger_rows(sql)
-    now = job_clock().now_ms()
-    unread = judged(config, sql, now)
-    # A record kept for later names every location in full, not from where it was run.
-    full = config.with_base_dir(os.getcwd())
-    upstream = _upstream(full, {(r["topic"], r["partition"]) for r in (*deletes, *rounds)})
-    where = scope(full, os.path.abspath(args.config))
-    report = build(deletes, rounds, config.sla_ms, now, upstream, where, unread)
-    if args.format == "json":
-        out = json.dumps(report, indent=2)
-    elif args.format == "html":
-        from segcompact.erasure.html import render_html
-
-        out = render_html(report)
-    else:
-        out = text(report)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(out + "\n")
-    else:
-        print(out)
-    return 0
-
-
-def _upstream(config: CompactorConfig, partitions: set[tuple[str, int]]) -> list[dict[str, str]]:
-    """The source copies of the partitions with deletions: not segcompact's to erase."""
-    note = (
-        "source segments are not owned by segcompact: Kafka's retention and compaction (or "
-        "whoever copied them) erase them"
-    )
-    storage = config.storage
-    found = []
-    for t, p in sorted(partitions):
-        for root in config.source.paths:
-            fs, path = storage.resolve(root)
-            if fs.exists(fs.join(path, f"{t}-{p}")):
-                found.append({"location": fs.join(path, f"{t}-{p}"), "note": note})
-    return found
+    return _say(sla(args.config, form=args.format, output=args.output, jvm_output=_jvm_output))
 
 
 def _verify_erasure(args: argparse.Namespace) -> int:
-    config = _load(args.config)
-    import base64
-    import binascii
-    import dataclasses
+    from segcompact.app.verify_erasure import verify_erasure
 
-    if args.key_b64 is not None:
-        try:
-            key = base64.b64decode(args.key_b64, validate=True)
-        except binascii.Error:
-            raise UsageError(f"--key-b64 {args.key_b64!r}: not base64") from None
-    else:
-        key = args.key.encode()
-    from segcompact.clock import job_clock
-    from segcompact.config import is_table_name
-    from segcompact.config.model import LOCATION_KEYS
-    from segcompact.erasure.keyhash import key_hash, ledger_secret
-    from segcompact.erasure.ledger_reads import key_rows, key_views, partition_known
-    from segcompact.erasure.report import iso
-    from segcompact.erasure.scan import scan_for_key
-    from segcompact.erasure.unread import findings
-    from segcompact.erasure.verdict import proof, text
-    from segcompact.table_sql import open_sql
-    from segcompact.unmerged import cleared, unmerged
-
-    secret = ledger_secret(config.state.ledger_secret_file)
-    for section, name, table in LOCATION_KEYS:
-        location = getattr(getattr(config, section), name)
-        if table and is_table_name(location):
-            raise UsageError(
-                f"[{section}] {name} = {location!r} is a catalog name: verify-erasure reads "
-                "the table's files and needs its path"
-            )
-    tp = f"{args.topic}-{args.partition}"
-    sql = open_sql(key_views(config), config.storage, lambda: _ensured(config))
-    sources = _upstream(config, {(args.topic, args.partition)})
-    if not sources and not partition_known(sql, args.topic, args.partition):
-        raise UsageError(
-            f"{tp}: no such topic-partition: no row of it in the state, partitions or ledger "
-            f"table, and no {tp} directory in [source] paths"
+    return _say(
+        verify_erasure(
+            args.config,
+            args.topic,
+            args.partition,
+            key=args.key,
+            key_b64=args.key_b64,
+            as_json=args.format == "json",
+            jvm_output=_jvm_output,
         )
-    hashed = key_hash(secret, args.topic, args.partition, key)
-    rows = key_rows(sql, args.topic, args.partition, key, hashed)
-    result = scan_for_key(
-        tables=list(config.state.tables()),
-        outputs=[config.output.path],
-        others=[config.stream.checkpoint],
-        sources=list(config.source.paths),
-        topic=args.topic,
-        partition=args.partition,
-        key=key,
-        live_offsets=() if rows.current is None else (rows.current.offset,),
-        storage=config.storage,
     )
-    # Source data of the partition not merged that may hold the key: no complete proof.
-    tp_only = unmerged(config, sql, lambda t, p: (t, p) == (args.topic, args.partition))
-    read = cleared(config, result.read_whole, [f.location for f in result.upstream])
-    shown = proof(
-        topic=args.topic,
-        partition=args.partition,
-        key_hash=hashed,
-        now=iso(job_clock().now_ms()),
-        current=rows.current,
-        ledger=rows.ledger,
-        found=[
-            *(dataclasses.asdict(f) for f in result.found),
-            *findings(tp_only, args.topic, args.partition, iso, read),
-        ],
-        upstream=[dataclasses.asdict(f) for f in result.upstream],
-        notes=result.notes,
-    )
-    print(json.dumps(shown, indent=2, default=str) if args.format == "json" else text(shown))
-    return 0 if shown["proven"] else EXIT_DATA
 
 
 def _export(args: argparse.Namespace) -> int:
-    if not args.to.strip():
-        raise UsageError("--to: empty path (name the folder to export into)")
-    config = _load(args.config)
-    from segcompact.export import export
-    from segcompact.publication import Output
+    from segcompact.app.export import export_to
 
-    config.storage.check("--to", args.to)
-    done = export(
-        Output(config.output.path, config.storage),
-        args.to,
-        config.storage,
-        topic=args.topic,
-        partition=args.partition,
-    )
-    for e in done:
-        print(
-            f"{e.topic}-{e.partition}: version {e.version}, {e.files} files "
-            f"({e.bytes} bytes) -> {e.location}"
-        )
-    if not done:
-        print("nothing published" + (" for that selection" if args.topic else ""))
-    return 0
+    return _say(export_to(args.config, args.to, topic=args.topic, partition=args.partition))
 
 
 def _ship(args: argparse.Namespace) -> int:
-    from segcompact.ship_command import ship
+    from segcompact.app.ship import ship
 
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_JsonLines() if args.log_format == "json" else _TextLines())
-    logger = logging.getLogger("segcompact")
-    logger.addHandler(handler)
-    logger.setLevel(logging.WARNING if args.once else logging.INFO)
-    logger.propagate = False
-    result = ship(args.config, once=args.once)
-    if result is not None:
-        print(result.line())
-        return EXIT_DATA if result.errors or result.damaged else 0
-    return 0
+    _log_lines(args.log_format, logging.WARNING if args.once else logging.INFO)
+    return _say(ship(args.config, once=args.once))
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from segcompact.demo import run_demo
+    from segcompact.app.demo import run_demo
 
-    run_demo(args.config, args.workdir, out=sys.stdout, jvm_output=_jvm_output)
+    for line in run_demo(args.config, args.workdir, jvm_output=_jvm_output):
+        print(line)
     return 0
 
 

@@ -19,8 +19,8 @@ from deltalake import write_deltalake
 from pyspark.sql import SparkSession
 from tqdm import tqdm
 
+from segcompact.app.demo import next_steps, segcompact_command
 from segcompact.config import CompactorConfig, load_config
-from segcompact.demo import next_steps, segcompact_command
 from segcompact.erasure.keyhash import SECRET_VARIABLE
 from segcompact.format.segment import SegmentReader
 from segcompact.lease import job_lease

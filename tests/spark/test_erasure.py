@@ -267,10 +267,10 @@ def test_a_crash_after_a_round_is_written_opens_no_second_round(
     with monkeypatch.context() as m:
         m.setattr(Eraser, "_clear_marks", killed)
         with pytest.raises(RuntimeError, match="killed before"):
-            Compactor(spark, config, clock).purge(force=True)
+            Compactor(spark, config, clock).upkeep(force=True)
     (taken,) = ledger(spark, config, "round")
     assert taken["erasure_mark"] is not None
-    report = Compactor(spark, config, clock).purge(force=True)
+    report = Compactor(spark, config, clock).upkeep(force=True)
     assert report.opened is None
     assert [r["round"] for r in ledger(spark, config, "round")] == [taken["round"]]
     marks = spark.read.format("delta").load(config.state.partitions_table)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from segcompact.app.demo import MARKER, reset
 from segcompact.config import load_config
-from segcompact.demo import MARKER, reset
 from segcompact.errors import UsageError
 from segcompact.lease import LEASE_DIR
 from tests.support.config import write_config

@@ -90,11 +90,11 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = (
     # Spark and Delta Lake: the source, the merge, the writes, the job.
     ("spark", frozenset({"segcompact.spark"})),
     # The commands, each run from start to end: what an entry point calls.
-    ("application", frozenset({"segcompact.ship_command"})),
+    ("application", frozenset({"segcompact.app"})),
     # Entry points: they parse, call and print.
     (
         "entry points",
-        frozenset({"segcompact.cli", "segcompact.demo", "streaming", "pyspark_segcompact"}),
+        frozenset({"segcompact.cli", "streaming", "pyspark_segcompact"}),
     ),
 )
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 SHIPPER_MODULES = (
-    "segcompact.ship_command",
+    "segcompact.app.ship",
     "segcompact.ship.shipper",
     "segcompact.config.ship",
     "segcompact.storage.objectstore",

@@ -20,8 +20,13 @@ import secrets
 import stat
 import struct
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
+from segcompact.config.sla import smallest_sla_ms
 from segcompact.errors import ConfigError
+
+if TYPE_CHECKING:
+    from segcompact.config import CompactorConfig
 
 SECRET_VARIABLE = "SEGCOMPACT_LEDGER_SECRET"
 SECRET_FILE_KEY = "[state] ledger_secret_file"
@@ -44,6 +49,15 @@ def ledger_secret(
         f"(give a random string of at least {MIN_SECRET_BYTES} bytes in one of them, and keep "
         "it: without it the ledger cannot be matched to keys)"
     )
+
+
+def job_secret(config: CompactorConfig, *, always: bool = False) -> bytes | None:
+    """The secret ``config``'s job hashes keys under: checked (:func:`ledger_secret`) when a
+    topic has a deletion SLA, or ``always`` (to hash a key asked about); else None. The one
+    place this precondition is checked: by the commands before Spark starts, and by the job."""
+    if not always and smallest_sla_ms(config) is None:
+        return None
+    return ledger_secret(config.state.ledger_secret_file)
 
 
 def _checked(secret: bytes, where: str) -> bytes:

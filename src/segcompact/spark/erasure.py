@@ -7,7 +7,9 @@ removed from the live snapshots at or before it), and then advanced by every upk
 
 1. **purged**: the files with deletion vectors, whose deleted rows are still in them, rewritten
    (``spark.purge``: what ``REORG … APPLY (PURGE)`` does, which fails on a cluster);
-2. **materialized**: the round's partitions are re-materialised from the state;
+2. **materialized**: the round's partitions are re-materialised from the state (by the upkeep,
+   ``spark.upkeep``, between :meth:`Eraser.advance` and :meth:`Eraser.complete`, in one pass
+   with the partitions that are due);
 3. **versions_removed**: every output version but the published one is removed, and checked
    gone (a failure is kept as the row's error and retried; past the deadline it is a breach);
 4. **vacuumed**: VACUUM of every table (one serves every open round), and a check that it
@@ -51,9 +53,9 @@ from segcompact.erasure.schedule import (
     row_outcome,
 )
 from segcompact.humanize import duration
+from segcompact.publication import Output
 from segcompact.spark.frames import local_frame
 from segcompact.spark.ledger import rows_frame, upsert
-from segcompact.spark.materialize import Materializer
 from segcompact.spark.purge import purge_deleted_rows
 from segcompact.spark.tables import LEDGER_SCHEMA, SOURCE_AS_IS, Tables, session_settings
 from segcompact.timing import timed
@@ -65,12 +67,36 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class RoundReport:
-    """What one call of :meth:`Eraser.run` did."""
+    """What one upkeep's erasure did."""
 
     opened: int | None = None  # the round opened, if any
     partitions: list[tuple[str, int]] = field(default_factory=list)  # in open rounds
     completed: list[int] = field(default_factory=list)  # rounds that completed
     waiting: list[str] = field(default_factory=list)  # why an open round is not done yet
+
+
+@dataclass
+class Rounds:
+    """The rounds an upkeep advances, from :meth:`Eraser.advance` to :meth:`Eraser.complete`:
+    those the ledger holds open (``written``, and each as it was read) and those it opens now,
+    with the partitions' marks the new ones take."""
+
+    now: int = 0
+    written: list[dict[str, Any]] = field(default_factory=list)
+    read: list[dict[str, Any]] = field(default_factory=list)
+    opened: list[dict[str, Any]] = field(default_factory=list)
+    marks: dict[tuple[str, int], int] = field(default_factory=dict)
+    report: RoundReport = field(default_factory=RoundReport)
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return self.written + self.opened
+
+    @property
+    def erase(self) -> list[tuple[str, int]]:
+        """The partitions to re-materialise for the rounds (with those that are due)."""
+        todo = {(r["topic"], r["partition"]) for r in self.rows if r["materialized_at"] is None}
+        return sorted(todo)
 
 
 class Eraser:
@@ -79,13 +105,13 @@ class Eraser:
         spark: SparkSession,
         config: CompactorConfig,
         tables: Tables,
-        materializer: Materializer,
+        output: Output,
         clock: Clock,
     ) -> None:
         self.spark = spark
         self.config = config
         self.tables = tables
-        self.materializer = materializer
+        self.output = output
         self.clock = clock
         self.retention_ms = retention_ms(config) or 0
         self._last_round: int | None = None
@@ -98,16 +124,13 @@ class Eraser:
     def enabled(self) -> bool:
         return smallest_sla_ms(self.config) is not None
 
-    def run(self, *, expired_until: int | None, force: bool = False) -> RoundReport:
-        """The upkeep's materialisation and erasure: open a round if anything is due
-        (``force``: anything pending), advance every open round as far as it can go now, and
-        re-materialise the partitions that are due, the rounds' among them, in one pass.
+    def advance(self, *, expired_until: int | None, force: bool = False) -> Rounds:
+        """An upkeep's erasure up to the re-materialisation: open a round if anything is due
+        (``force``: anything pending) and purge the deleted rows for the rounds open.
         ``expired_until``: the time of the state's last expiry (``BatchMerger.expire``): every
         tombstone whose horizon is at or before it has left the state (None: none yet)."""
-        report = RoundReport()
         if not self.enabled:
-            self.materializer.run()
-            return report
+            return Rounds()
         now = self.clock.now_ms()
         # How long until the next run, guessed from the last two (what is due by then is due).
         ahead = 0 if self._last_run is None else now - self._last_run
@@ -115,40 +138,49 @@ class Eraser:
         with timed(log, "erasure open"):
             written = self._open_rounds()
             opened, marks = self._open(now, force, ahead, expired_until)
+        rounds = Rounds(now, written, [dict(r) for r in written], opened, marks)
         if opened:
-            report.opened = opened[0]["round"]
-        rounds = written + opened
-        if not rounds:
+            rounds.report.opened = opened[0]["round"]
+        if not rounds.rows:
             self._clear_marks(marks)  # those a crash left after their round was written
-            self.materializer.run()
-            return report
-        before = [dict(r) for r in written]
-        report.partitions = sorted({(r["topic"], r["partition"]) for r in rounds})
+            rounds.marks = {}
+            return rounds
+        rounds.report.partitions = sorted({(r["topic"], r["partition"]) for r in rounds.rows})
         with timed(log, "erasure purge"):
-            self._purge(rounds, now)
-        with timed(log, "erasure materialize"):
-            self._materialize(rounds)
+            self._purge(rounds.rows, now)
+        return rounds
+
+    def complete(self, rounds: Rounds, materialized: list[dict[str, Any]]) -> RoundReport:
+        """The rest of the upkeep's erasure, once the rounds' partitions are re-materialised
+        (``materialized``: the materialiser's results): old output versions removed, VACUUM,
+        the rounds' progress in one ledger commit, then the marks the new rounds took
+        cleared."""
+        report = rounds.report
+        if not rounds.rows:
+            return report
+        self._materialized(rounds.rows, materialized)
         with timed(log, "erasure remove versions"):
-            self._remove_versions(rounds)
+            self._remove_versions(rounds.rows)
         with timed(log, "erasure vacuum"):
-            self._vacuum(rounds, report)
+            self._vacuum(rounds.rows, report)
         now = self.clock.now_ms()
-        for r in rounds:
+        for r in rounds.rows:
             result = row_outcome(r, ROUND_STAGES, now)
             r.update(
                 status=result.status,
                 breach_stage=result.breach_stage,
                 completed_at=result.completed_ms,
             )
-        changed = [r for r, was in zip(written, before, strict=True) if r != was] + opened
+        changed = [r for r, was in zip(rounds.written, rounds.read, strict=True) if r != was]
+        changed += rounds.opened
         for r in changed:
             r["updated_at"] = now
         with timed(log, "erasure ledger"):
-            self._record(changed, opened, now)
+            self._record(changed, rounds.opened, now)
         # Last: a crash before this leaves the marks, and the next round takes them again.
-        self._clear_marks(marks)
-        done = {r["round"] for r in rounds if r["completed_at"] is not None}
-        open_ = {r["round"] for r in rounds if r["completed_at"] is None}
+        self._clear_marks(rounds.marks)
+        done = {r["round"] for r in rounds.rows if r["completed_at"] is not None}
+        open_ = {r["round"] for r in rounds.rows if r["completed_at"] is None}
         report.completed = sorted(done - open_)
         return report
 
@@ -286,11 +318,10 @@ class Eraser:
         for r in todo:
             r["purged_at"] = now
 
-    def _materialize(self, rounds: list[dict[str, Any]]) -> None:
-        todo = sorted(
-            {(r["topic"], r["partition"]) for r in rounds if r["materialized_at"] is None}
-        )
-        results = {(x["topic"], x["partition"]): x for x in self.materializer.run(erase=todo)}
+    def _materialized(
+        self, rounds: list[dict[str, Any]], materialized: list[dict[str, Any]]
+    ) -> None:
+        results = {(x["topic"], x["partition"]): x for x in materialized}
         now = self.clock.now_ms()
         for r in rounds:
             done = results.get((r["topic"], r["partition"]))
@@ -305,7 +336,7 @@ class Eraser:
         if not todo:
             return
         for r in todo:
-            left = self.materializer.output.remove_superseded(r["topic"], r["partition"])
+            left = self.output.remove_superseded(r["topic"], r["partition"])
             if left:
                 r["error"] = "old output versions could not be removed: " + "; ".join(left)
             else:

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -23,8 +24,7 @@ from segcompact.backlog import Backlog, QueryLog, manifest_dir, query_dir
 from segcompact.clock import Clock, job_clock
 from segcompact.compaction.reduce import Rankings
 from segcompact.config import CompactorConfig
-from segcompact.config.sla import smallest_sla_ms
-from segcompact.erasure.keyhash import ledger_secret
+from segcompact.erasure.keyhash import job_secret
 from segcompact.errors import SegcompactError, root_cause
 from segcompact.manifest import Manifest
 from segcompact.metrics import JobMetrics
@@ -38,6 +38,7 @@ from segcompact.spark.merge import BatchMerger
 from segcompact.spark.metrics_source import SparkMetrics
 from segcompact.spark.source import NAME, SourceOptions, register
 from segcompact.spark.tables import Tables
+from segcompact.spark.upkeep import Upkeep
 from segcompact.table_sql import DeltaSql, NoTable
 from segcompact.timing import timed
 
@@ -60,17 +61,14 @@ class Compactor:
             SparkMetrics(spark) if metrics is not None and config.metrics.spark else None
         )
         # Checked before anything starts: a topic with an SLA needs the ledger's secret.
-        secret = (
-            ledger_secret(config.state.ledger_secret_file)
-            if smallest_sla_ms(config) is not None
-            else None
-        )
+        secret = job_secret(config)
         self.tables = Tables.of(config)
         with timed(log, "tables"):
             self.tables.ensure(spark)
         self.merger = BatchMerger(spark, self.tables, config, self.clock, secret=secret)
         self.materializer = Materializer(spark, config, self.tables, self.clock)
-        self.eraser = Eraser(spark, config, self.tables, self.materializer, self.clock)
+        self.eraser = Eraser(spark, config, self.tables, self.materializer.output, self.clock)
+        self._upkeep_steps = Upkeep(self.merger, self.eraser, self.materializer, self.clock)
         # The upkeep runs at most this often: after a micro-batch of the continuous query, in
         # its thread, or from the idle timer (GracefulStop.wait) when no batch comes.
         self._upkeep_every = config.stream.materialize_check_interval_ms / 1000
@@ -157,11 +155,22 @@ class Compactor:
                 self._may_start -= 1
             self._in_batch = True
 
-    def upkeep(self) -> RoundReport:
-        """What is due without input: aged young records are compacted, expired tombstones
-        leave the state, partitions whose triggers fire (max lag, a passed horizon, a moved
-        log start) are re-materialised, and erasure rounds whose deadlines near are run."""
-        return self.purge()
+    def upkeep(self, *, force: bool = False) -> RoundReport:
+        """What is due without input (:class:`~segcompact.spark.upkeep.Upkeep`): aged young
+        records are compacted, expired tombstones leave the state, erasure rounds whose
+        deadlines near are run (``force``: every pending erasure, ``segcompact purge --force``),
+        and partitions whose triggers fire (max lag, a passed horizon, a moved log start) are
+        re-materialised."""
+        with self._writing:
+            return self._upkeep(force=force)
+
+    def materialize(
+        self, *, topic: str | None = None, partition: int | None = None, force: bool = False
+    ) -> list[dict[str, Any]]:
+        """``segcompact materialize``: aged young records compacted, expired tombstones gone,
+        then the selected partitions that are due (``force``: due or not) re-materialised."""
+        with self._writing:
+            return self._upkeep_steps.materialize(topic=topic, partition=partition, force=force)
 
     def upkeep_if_due(self) -> RoundReport | None:
         """The upkeep, unless a micro-batch ran it less than ``materialize_check_interval_ms``
@@ -174,20 +183,12 @@ class Compactor:
                 return None
             return self._upkeep()
 
-    def purge(self, *, force: bool = False) -> RoundReport:
-        """The upkeep, with every pending erasure taken now when ``force``."""
-        with self._writing:
-            return self._upkeep(force=force)
-
     def _upkeep(self, *, force: bool = False, settled: bool = False) -> RoundReport:
         return retry_conflicts(lambda: self._upkeep_once(force, settled), "upkeep")
 
     def _upkeep_once(self, force: bool, settled: bool) -> RoundReport:
         start = time.monotonic()
-        if not settled:
-            self.merger.settle(self.clock.now_ms())
-        # The materialisation that is due, too.
-        report = self.eraser.run(expired_until=self.merger.expired_until, force=force)
+        report = self._upkeep_steps.run(force=force, settled=settled)
         self._next_upkeep = time.monotonic() + self._upkeep_every
         took = self._next_upkeep - self._upkeep_every - start
         if took >= 1:

@@ -6,6 +6,8 @@ The samples go where the config's source points (``data/segments``), so after th
 SLA needs the ledger's secret: unless ``SEGCOMPACT_LEDGER_SECRET`` is set, the demo writes a
 random one into the file ``[state] ledger_secret_file`` names (``data/ledger.secret``, mode
 0600) when it is missing, so that the commands it prints work in a new shell.
+
+:func:`run_demo` yields the demo's lines as it goes, for its caller to print.
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ import random
 import shlex
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
+from segcompact.app.preconditions import lease
 from segcompact.config import CompactorConfig, is_table_name, is_uri, load_config
+from segcompact.erasure.keyhash import job_secret
 from segcompact.errors import UsageError
 from segcompact.format.attributes import Compression
-from segcompact.lease import LEASE_DIR, job_lease
+from segcompact.lease import LEASE_DIR
 from segcompact.samples import generate_partition
 
 # topic: (codec, transactions); their compaction settings are in conf/compactor.toml.
@@ -79,14 +84,13 @@ def write_samples(root: Path, now_ms: int, *, seed: int = 42) -> int:
     return count
 
 
-def run_demo(
-    config_path: str, workdir: str | None, *, out: TextIO, jvm_output: str | None = None
-) -> None:
+def run_demo(config_path: str, workdir: str | None, *, jvm_output: str | None) -> Iterator[str]:
+    """The demo, a line at a time."""
     config = load_config(config_path)
     if workdir is not None:
         config = config.with_base_dir(Path(workdir).resolve())
     from segcompact.config.sla import smallest_sla_ms
-    from segcompact.erasure.keyhash import SECRET_VARIABLE, ledger_secret, write_secret_file
+    from segcompact.erasure.keyhash import SECRET_VARIABLE, write_secret_file
 
     if smallest_sla_ms(config) is not None:  # before anything else is written or started
         secret_file = config.state.ledger_secret_file
@@ -95,19 +99,15 @@ def run_demo(
             and not os.environ.get(SECRET_VARIABLE)
             and write_secret_file(secret_file)
         ):
-            print(f"wrote a new ledger secret to {secret_file} (mode 0600)", file=out)
-        ledger_secret(secret_file)
-    with job_lease(config, "demo"):  # no other job writes these, nor loses them to reset
-        _run(config, config_path, workdir, out, jvm_output)
+            yield f"wrote a new ledger secret to {secret_file} (mode 0600)"
+    job_secret(config)
+    with lease(config, "demo"):  # no other job writes these, nor loses them to reset
+        yield from _run(config, config_path, workdir, jvm_output)
 
 
 def _run(
-    config: CompactorConfig,
-    config_path: str,
-    workdir: str | None,
-    out: TextIO,
-    jvm_output: str | None,
-) -> None:
+    config: CompactorConfig, config_path: str, workdir: str | None, jvm_output: str | None
+) -> Iterator[str]:
     from segcompact.clock import job_clock
     from segcompact.spark.job import Compactor
     from segcompact.spark.session import config_settings, get_spark
@@ -115,42 +115,40 @@ def _run(
 
     root = reset(config)
     count = write_samples(root, job_clock().now_ms())
-    print(f"wrote {count} segments of {len(DEMO_TOPICS)} topics under {root}", file=out)
+    yield f"wrote {count} segments of {len(DEMO_TOPICS)} topics under {root}"
     spark = get_spark(
         app_name="segcompact-demo", conf=config_settings(config), jvm_output=jvm_output
     )
     compactor = Compactor(spark, config)
     compactor.run_once()
     rows = read_status(config, compactor.clock.now_ms(), lambda: spark)
-    print(f"compacted state (Delta table {config.state.table}):", file=out)
+    yield f"compacted state (Delta table {config.state.table}):"
     for row in rows:
-        print(
+        yield (
             f"  {row['topic']}-{row['partition']}: offsets {row['log_start_offset']}.."
             f"{row['log_end_offset']}, {row['records']} records -> {row['keys']} keys kept "
-            f"({row['tombstones_pending']} tombstones), {row['keyless_records']} keyless dropped",
-            file=out,
+            f"({row['tombstones_pending']} tombstones), {row['keyless_records']} keyless dropped"
         )
-    print(f"re-materialised Kafka segments ({config.output.path}):", file=out)
+    yield f"re-materialised Kafka segments ({config.output.path}):"
     first_log = None
     output = compactor.materializer.output
     for row in rows:
         name = f"{row['topic']}-{row['partition']}"
         published = output.latest(row["topic"], row["partition"])
         if published is None:
-            print(f"  {name}: not materialised", file=out)
+            yield f"  {name}: not materialised"
             continue
         logs = sorted(f.name for f in published.files if f.name.endswith(".log"))
         # Through the partition's link, which a later version keeps naming the current files.
         first_log = first_log or output.join(name, logs[0])
-        print(
+        yield (
             f"  {output.join(name)}/ -> {published.directory}: version {published.version}, "
             f"{len(logs)} segment(s) with .index and .timeindex, "
-            f"{sum(f.size for f in published.files)} bytes",
-            file=out,
+            f"{sum(f.size for f in published.files)} bytes"
         )
-    _sla_report(compactor, config, config_path, out)
+    yield from _sla_report(compactor, config, config_path)
     for i, line in enumerate(next_steps(config_path, workdir, first_log)):
-        print(f"{'next:' if i == 0 else '     '} {line}", file=out)
+        yield f"{'next:' if i == 0 else '     '} {line}"
 
 
 def next_steps(config_path: str, workdir: str | None, first_log: str | None) -> list[str]:
@@ -180,7 +178,7 @@ def segcompact_command(*, absolute: bool) -> str:
     return shlex.quote(relative if os.sep in relative else os.path.join(os.curdir, relative))
 
 
-def _sla_report(compactor: Any, config: CompactorConfig, config_path: str, out: TextIO) -> None:
+def _sla_report(compactor: Any, config: CompactorConfig, config_path: str) -> Iterator[str]:
     """Every pending erasure of the topics with ``gdpr.deletion.sla.ms`` done now (``purge
     --force``; the demo's tables keep no removed file), then the deletion-SLA report."""
     from segcompact.erasure.ledger_reads import ledger_rows, ledger_views
@@ -188,14 +186,14 @@ def _sla_report(compactor: Any, config: CompactorConfig, config_path: str, out: 
     from segcompact.erasure.summary import scope
     from segcompact.table_sql import open_sql
 
-    done = compactor.purge(force=True)
-    print(f"erasure (purge --force): {len(done.completed)} round(s) completed", file=out)
+    done = compactor.upkeep(force=True)
+    yield f"erasure (purge --force): {len(done.completed)} round(s) completed"
     for why in done.waiting:
-        print(f"  waiting: {why}", file=out)
+        yield f"  waiting: {why}"
     sql = open_sql(ledger_views(config), config.storage, lambda: compactor.spark)
     deletes, rounds = ledger_rows(sql)
     now = compactor.clock.now_ms()
     report = build(deletes, rounds, config.sla_ms, now, scope=scope(config, config_path))
-    print("deletion SLA (gdpr.deletion.sla.ms):", file=out)
+    yield "deletion SLA (gdpr.deletion.sla.ms):"
     for line in text(report).splitlines():
-        print(f"  {line}", file=out)
+        yield f"  {line}"
