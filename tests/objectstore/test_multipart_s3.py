@@ -4,24 +4,12 @@ the object published whole by the completion or not at all."""
 from __future__ import annotations
 
 import os
-import uuid
 from typing import Any
 
 import pytest
 
 from segcompact.storage import Storage
 from segcompact.storage.multipart import PART_BYTES, MultipartNewFile
-from tests.support.minio import MinioServer
-
-
-@pytest.fixture
-def bucket(minio: MinioServer) -> str:
-    return minio.make_bucket(f"mp-{uuid.uuid4().hex[:12]}")
-
-
-@pytest.fixture
-def storage(minio: MinioServer) -> Storage:
-    return Storage.of(minio.spark_settings())
 
 
 def _pending(client: Any, bucket: str) -> list[str]:

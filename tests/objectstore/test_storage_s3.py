@@ -3,8 +3,6 @@ rely on, through ``s3a://`` URIs and the ``[spark]`` settings' S3A keys."""
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from segcompact.clock import ManualClock
@@ -17,16 +15,6 @@ from segcompact.publication import Output, Publication, new_version_directory
 from segcompact.storage import Storage
 from segcompact.storage.objectstore import ObjectStore
 from tests.support.minio import MinioServer
-
-
-@pytest.fixture
-def bucket(minio: MinioServer) -> str:
-    return minio.make_bucket(f"b-{uuid.uuid4().hex[:12]}")
-
-
-@pytest.fixture
-def storage(minio: MinioServer) -> Storage:
-    return Storage.of(minio.spark_settings())
 
 
 def test_exclusive_create_is_a_conditional_write(storage: Storage, bucket: str) -> None:
