@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from segcompact.format.writer import segment_name
 from segcompact.ship.rules import (
     Gap,
     Listing,
@@ -16,7 +17,6 @@ from segcompact.ship.rules import (
     TopicSelection,
     high_watermarks,
     plan,
-    segment_name,
     went_back,
 )
 

@@ -23,14 +23,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-_SEGMENT_FILE = re.compile(r"^(?P<base>[0-9]{20})\.(?P<kind>log|index|timeindex)$")
+from segcompact.format.logdir import parse_segment_file
+
 _SWAP = re.compile(r"^[0-9]{20}\.[a-z]+\.swap$")
-_ROLL_FILES = frozenset({"log", "index", "timeindex"})
-
-
-def segment_name(base_offset: int) -> str:
-    """``00000000000000000042.log`` for 42: the name Kafka gives a segment."""
-    return f"{base_offset:020d}.log"
+_ROLL_FILES = frozenset({".log", ".index", ".timeindex"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +42,12 @@ class Listing:
         kinds: dict[int, set[str]] = {}
         swapping = False
         for name in names:
-            m = _SEGMENT_FILE.match(name)
-            if m is not None:
-                kinds.setdefault(int(m["base"]), set()).add(m["kind"])
+            named = parse_segment_file(name)
+            if named is not None and named[1] in _ROLL_FILES:
+                kinds.setdefault(named[0], set()).add(named[1])
             elif _SWAP.match(name):
                 swapping = True
-        logs = tuple(sorted(b for b, k in kinds.items() if "log" in k))
+        logs = tuple(sorted(b for b, k in kinds.items() if ".log" in k))
         complete = frozenset(b for b, k in kinds.items() if k >= _ROLL_FILES)
         return cls(logs, complete, swapping)
 

@@ -24,6 +24,7 @@ from segcompact.config.ship import ShipConfig, ShipSettings
 from segcompact.discovery import SHIPPER_DIR
 from segcompact.errors import ConfigError, CorruptBatchError, SegcompactError
 from segcompact.format.logdir import parse_partition_dir
+from segcompact.format.writer import segment_name
 from segcompact.humanize import duration
 from segcompact.lease import Lease
 from segcompact.ship import gaps
@@ -37,7 +38,6 @@ from segcompact.ship.rules import (
     Ship,
     TopicSelection,
     plan,
-    segment_name,
     went_back,
 )
 from segcompact.ship.upload import copy_segment, crc_of
