@@ -125,7 +125,7 @@ def discover(
 
 
 def by_turns(segments: Iterable[SegmentFile]) -> list[SegmentFile]:
-    """``segments`` (sorted) taken a partition at a time in turn: the first of every partition,
+    """``segments`` taken a partition at a time in turn: the first of every partition,
     then the second of each, and so on; each partition's own order kept.
 
     The order the manifest appends new segments in, so that a micro-batch bounded by
