@@ -96,8 +96,8 @@ def discover(
         fs, root = _existing(root, storage)
         for entry in fs.list_dir(root):
             parsed = parse_partition_dir(entry.name) if entry.is_dir else None
-            if parsed is None and entry.is_dir and entry.name != SHIPPER_DIR:
-                _skipping(entry)
+            if parsed is None and (why := _not_partition(entry)) is not None:
+                _skipping(entry, why)
             if parsed is None or not _inside(fs, entry.path, root):
                 continue
             topic, partition = parsed
@@ -155,9 +155,7 @@ def skipped_directories(roots: Iterable[str], storage: Storage) -> list[Skipped]
             skipped.append(Skipped(path, f"source root cannot be listed: {e.strerror or e}"))
             continue
         for entry in entries:
-            own = entry.name == SHIPPER_DIR
-            why = why_not_partition_dir(entry.name) if entry.is_dir and not own else None
-            if why is not None:
+            if (why := _not_partition(entry)) is not None:
                 skipped.append(Skipped(entry.path, f"not a partition directory: {why}"))
     return sorted(skipped, key=lambda s: s.path)
 
@@ -165,10 +163,17 @@ def skipped_directories(roots: Iterable[str], storage: Storage) -> list[Skipped]
 _skipped: set[str] = set()  # directories skipped, each logged once per process
 
 
-def _skipping(entry: FileInfo) -> None:
+def _not_partition(entry: FileInfo) -> str | None:
+    """Why a directory in a source root is not a partition directory, and so is skipped; None
+    for a partition directory, a file, or the shipper's own directory."""
+    if not entry.is_dir or entry.name == SHIPPER_DIR:
+        return None
+    return why_not_partition_dir(entry.name)
+
+
+def _skipping(entry: FileInfo, why: str) -> None:
     if entry.path not in _skipped:
         _skipped.add(entry.path)
-        why = why_not_partition_dir(entry.name)
         log.info("%a: not a partition directory (%s), skipped", entry.path, why)
 
 

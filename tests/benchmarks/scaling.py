@@ -37,8 +37,9 @@ TARGET = 1.7
 
 
 def stage_seconds(events: Path) -> tuple[float, float]:
-    """From a Spark event log directory (its files, one event a line): the seconds during which at least one stage ran (the
-    union of the completed stages' spans) and the tasks' run time summed, in seconds."""
+    """From a Spark event log directory (uncompressed, one event a line): the seconds during
+    which at least one stage ran (the union of the completed stages' spans), and the tasks' run
+    time summed, in seconds."""
     spans: list[tuple[int, int]] = []
     task_ms = 0
     for log in sorted(events.iterdir()):

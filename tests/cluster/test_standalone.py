@@ -47,8 +47,9 @@ from tests.e2e.harness import (
 )
 from tests.support import config as support_config
 from tests.support.minio import MinioServer
+from tests.support.ports import HOST, free_port
 from tests.support.spark import JVM_OPTIONS
-from tests.support.spark_cluster import HOST, SparkCluster, free_port, get_json
+from tests.support.spark_cluster import SparkCluster, get_json
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 

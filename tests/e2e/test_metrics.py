@@ -22,7 +22,7 @@ from segcompact.status import read_status
 from tests.e2e.harness import Background, run_cli, wait_for
 from tests.support import config as support_config
 from tests.support.config import write_config
-from tests.support.kafka_broker import free_port
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.spark
 

@@ -30,8 +30,8 @@ from types import TracebackType
 from typing import Any
 
 from tests.support.jvm import KafkaError, classpath, java_executable, run_java_tool, tail
+from tests.support.ports import HOST, free_port
 
-HOST = "127.0.0.1"
 NODE_ID = 1
 
 _log = logging.getLogger(__name__)
@@ -90,13 +90,6 @@ _NOP_LOGGING_HINT = (
     "(Kafka logged nothing: SLF4J has no working binding in the jars, e.g. slf4j-api 1.7 "
     "beside slf4j-reload4j 2.x; see jvm/kafka/pom.xml)"
 )
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
 
 
 def _client_logger(quiet: bool) -> logging.Logger:

@@ -12,7 +12,6 @@ goes to ``<directory>/minio.log``, whose tail is in the error when it fails to s
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 import urllib.request
@@ -20,7 +19,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-HOST = "127.0.0.1"
+from tests.support.ports import HOST, free_port
+
 USER = "segcompact-test"
 PASSWORD = "segcompact-test-secret"
 _BINARY = Path(__file__).resolve().parents[2] / ".tools" / "bin" / "minio"
@@ -34,16 +34,10 @@ def minio_binary() -> Path:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
-
-
 class MinioServer:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self.port = _free_port()
+        self.port = free_port()
         self.endpoint = f"http://{HOST}:{self.port}"
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -67,7 +61,7 @@ class MinioServer:
                 "--address",
                 f"{HOST}:{self.port}",
                 "--console-address",
-                f"{HOST}:{_free_port()}",
+                f"{HOST}:{free_port()}",
                 str(data),
             ],
             stdout=log,

@@ -19,7 +19,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -31,19 +30,13 @@ from typing import Any
 import pyspark
 
 import segcompact
+from tests.support.ports import HOST, free_port
 from tests.support.spark import JVM_OPTIONS
 
-HOST = "127.0.0.1"
 # A bound on a cluster that does not come up, not a pass condition.
 _START_TIMEOUT_S = 180
 _STOP_TIMEOUT_S = 30
 _EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
 
 
 def spark_class() -> Path:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from segcompact.app.preconditions import lease
+from segcompact.app.session import session
 from segcompact.config import CompactorConfig, is_table_name, is_uri, load_config
 from segcompact.erasure.keyhash import job_secret
 from segcompact.errors import UsageError
@@ -110,15 +111,12 @@ def _run(
 ) -> Iterator[str]:
     from segcompact.clock import job_clock
     from segcompact.spark.job import Compactor
-    from segcompact.spark.session import config_settings, get_spark
     from segcompact.status import read_status
 
     root = reset(config)
     count = write_samples(root, job_clock().now_ms())
     yield f"wrote {count} segments of {len(DEMO_TOPICS)} topics under {root}"
-    spark = get_spark(
-        app_name="segcompact-demo", conf=config_settings(config), jvm_output=jvm_output
-    )
+    spark = session(config, jvm_output, app_name="segcompact-demo")
     compactor = Compactor(spark, config)
     compactor.run_once()
     rows = read_status(config, compactor.clock.now_ms(), lambda: spark)

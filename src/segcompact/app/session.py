@@ -18,13 +18,18 @@ if TYPE_CHECKING:
 
 
 def session(
-    config: CompactorConfig, jvm_output: str | None, *, long_running: bool = False
+    config: CompactorConfig,
+    jvm_output: str | None,
+    *,
+    long_running: bool = False,
+    app_name: str = "segcompact",
 ) -> SparkSession:
     """The Spark session, with the config's ``[spark]`` settings."""
     from segcompact.spark.session import config_settings, get_spark
 
     settings = config_settings(config, long_running=long_running)
     return get_spark(
+        app_name,
         conf=settings,
         jvm_output=jvm_output,
         long_running=long_running,
