@@ -20,6 +20,7 @@ from segcompact.format.record import Record
 from segcompact.samples import SampleSegment
 from segcompact.ship.manifest import PartitionManifest
 from segcompact.storage import Storage
+from tests.support.faulty_proxy import FaultyProxy
 from tests.support.minio import MinioServer
 from tests.support.ship import manifest_entries
 
@@ -126,3 +127,46 @@ def test_kill_mid_upload_then_restart_loses_and_doubles_nothing(
         (e.start, e.size, e.crc32c) for e in entries
     ]
     assert client.info(f"{prefix}/{big.name}")["LastModified"] == modified
+
+
+def test_an_answer_lost_after_the_store_published_is_not_a_failure(
+    minio: MinioServer, tmp_path: Path
+) -> None:
+    """The store publishes a segment but its answer is lost: botocore sends the PUT (or the
+    multipart completion) again, which the name now taken refuses. The shipper finds its own
+    bytes there, and records the segment as shipped, once."""
+    bucket = minio.make_bucket(f"b-{uuid.uuid4().hex[:12]}")
+    log_dir = tmp_path / "kafka"
+    partition = log_dir / "orders-0"
+    small = _segment(partition, 0, 5, 100)  # one PUT
+    big = _segment(partition, 5, 9, 1 << 20)  # a multipart upload of two parts
+    _segment(partition, 14, 1, 100)  # active
+
+    def lose_publication(method: str, target: str) -> str | None:
+        single = method == "PUT" and target.endswith(f"/orders-0/{small.name}")
+        completion = method == "POST" and "uploadId=" in target
+        return "lose" if single or completion else None
+
+    with FaultyProxy(minio.endpoint, lose_publication) as proxy:
+        settings = {**minio.spark_settings(), "spark.hadoop.fs.s3a.endpoint": proxy.endpoint}
+        lines = "\n".join(f'"{k}" = "{v}"' for k, v in settings.items())
+        config = tmp_path / "ship.toml"
+        config.write_text(
+            f'[ship]\nlog_dirs = ["{log_dir}"]\nto = "s3a://{bucket}/segments"\n'
+            f'topics = ["orders"]\n[spark]\n{lines}\n'
+        )
+        shipper = _ship(config, tmp_path)
+        out, err = shipper.communicate(timeout=_TIMEOUT_S)
+    assert shipper.returncode == 0, err
+    assert out.startswith("shipped 2 segments")
+    assert [s.done for s in proxy.seen].count("lose") == 2  # both answers were lost
+    client = minio.client()
+    prefix = f"{bucket}/segments/orders-0"
+    for local in (small, big):
+        assert client.cat_file(f"{prefix}/{local.name}") == local.read_bytes()
+    fs, path = Storage.of(minio.spark_settings()).resolve(f"s3a://{prefix}")
+    entries = manifest_entries(PartitionManifest(fs, path))
+    assert [(e.kind, e.start, e.end, e.size) for e in entries] == [
+        ("shipped", 0, 5, small.stat().st_size),
+        ("shipped", 5, 14, big.stat().st_size),
+    ]
