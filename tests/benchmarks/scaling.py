@@ -1,7 +1,7 @@
 """Scaling out: the same log through ``segcompact run --once`` on a Spark standalone cluster of
 one, then two, single-core executors (``tests/support/spark_cluster.py``), fresh tables each.
 
-    python -m tests.benchmarks.scaling --size-mib 256 --partitions 8 [--repeat N] [--workdir D]
+    python -m tests.benchmarks.scaling --size-mib 256 --partitions 8 --keys 3000000 [--repeat N]
 
 The log is generated once and cached under ``--workdir`` (``tests/support/keyed_log.py``). Each
 run is ``segcompact run --once`` as a user runs it, its config's ``[spark]`` naming the
