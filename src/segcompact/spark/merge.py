@@ -20,7 +20,7 @@ its DELETE is repaired by the next graduation.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -31,7 +31,7 @@ from segcompact.config import LONG_MAX, CompactorConfig, TopicConfig
 from segcompact.erasure.keyhash import SECRET_VARIABLE
 from segcompact.errors import ConfigError
 from segcompact.spark.frames import local_frame
-from segcompact.spark.held import hold, release, sized
+from segcompact.spark.held import sized
 from segcompact.spark.ledger import record_deletes, sla_topics
 from segcompact.spark.partitions import (
     add_committed_counts,
@@ -39,10 +39,10 @@ from segcompact.spark.partitions import (
     mark_erasure,
     merge_batch_stats,
     of_partitions,
-    row_shares,
 )
 from segcompact.spark.read_committed import Transactions, read_committed
-from segcompact.spark.rules import bad_version, per_topic, rank_by_topic, tombstone, version, young
+from segcompact.spark.rules import classify, per_topic, rank_by_topic, young
+from segcompact.spark.scan import Kind, Scan, at_or_above_log_start, scan
 from segcompact.spark.small_files import compact_small_files
 from segcompact.spark.tables import (
     SOURCE_AS_IS,
@@ -57,7 +57,7 @@ from segcompact.timing import timed
 
 log = logging.getLogger(__name__)
 
-# A record's columns from the source that compaction reads.
+# A committed transactional record's columns that compaction reads.
 _CANDIDATE_COLUMNS = (
     "topic",
     "partition",
@@ -73,11 +73,6 @@ _CANDIDATE_COLUMNS = (
 )
 # A classified keyed record: what the state and the young table are made from.
 _KEYED_COLUMNS = tuple(YOUNG_SCHEMA.fieldNames())
-
-
-def _at_or_above_log_start() -> Column:
-    """After a join with ``BatchMerger._log_starts``: the record is not below its log start."""
-    return F.col("offset") >= F.coalesce(F.col("log_start_offset"), F.lit(0))
 
 
 class BatchMerger:
@@ -112,39 +107,36 @@ class BatchMerger:
         """Apply one micro-batch.
 
         One pass decodes the batch (the source reduces a partition's segments in their task)
-        and keeps for the batch's later jobs (``spark.held``) per row the candidate record, if
-        it is one, and the row's share of the partition's numbers (no value or key of another
-        row). Lagged topics' young rows, and transactional records when there are any, take one
-        more pass each.
+        and keeps for the batch's later jobs (``spark.scan``) per row its kind, the record the
+        merge needs of it if any (a winner, a young row, a transactional record or marker),
+        and its share of the partition's numbers. Every later step reads those held rows: the
+        source is decoded once.
         """
         if batch.rdd.getNumPartitions() == 0:
             return  # no segment: a new checkpoint's first batch (Spark runs it on nothing)
         now = self.clock.now_ms()
         known, starts = self._log_starts()
-        reduced = hold(self._reduce(batch, starts))
+        scanned = scan(batch, starts, self.config.topics, self.config.defaults)
         self.last_stats = []
         txn: Transactions | None = None
         try:
             with timed(log, "decode and reduce"):
-                stats = self._partition_stats(reduced)
+                stats = self._partition_stats(scanned.rows)
             self.last_stats = stats  # what the job's metrics count
             if not stats:
                 return
             topics = {t: self.config.topic(t) for t in sorted({r["topic"] for r in stats})}
-            held = sorted(t for t, c in topics.items() if c.min_compaction_lag_ms > 0)
-            direct = sorted(t for t in topics if t not in held)
-            records = batch.where(~F.col("segment_end"))
-            winners = reduced.where(F.col("w").isNotNull()).select(
-                "topic", "partition", "key", "w.*"
-            )
+            lagged = sorted(t for t, c in topics.items() if c.min_compaction_lag_ms > 0)
+            direct = sorted(t for t in topics if t not in lagged)
+            winners = scanned.records(Kind.WINNER)
             # One candidate per key in every partition: the winners are the rows themselves.
             one_per_key = all(r["one_per_key"] for r in stats if r["topic"] in direct)
             # Without a transactional record or marker in the batch, nothing pending is decided.
             committed = None
             if any(r["txn_records"] for r in stats):
                 with timed(log, "transactions"):
-                    txn = self._read_committed(records)
-                    committed = self._classify(self._above_log_start(txn.committed, starts), topics)
+                    txn = self._read_committed(scanned)
+                    committed = classify(self._above_log_start(txn.committed, starts), topics)
                     add_committed_counts(stats, committed)
                 committed = committed.where(F.col("key").isNotNull()).select(*_KEYED_COLUMNS)
             if direct:
@@ -164,21 +156,10 @@ class BatchMerger:
                         (r["topic"], r["partition"]): r["candidate_bytes"] for r in stats
                     },
                 )
-            if held:
-                young = self._classify(
-                    self._above_log_start(
-                        records.where(
-                            ~F.col("is_transactional")
-                            & ~F.col("is_control")
-                            & F.col("topic").isin(held)
-                        ).select(*_CANDIDATE_COLUMNS),
-                        starts,
-                    ),
-                    topics,
-                ).where(F.col("key").isNotNull())
-                young = young.select(*_KEYED_COLUMNS)
+            if lagged:
+                young = scanned.records(Kind.YOUNG)
                 if committed is not None:
-                    young = young.unionByName(committed.where(F.col("topic").isin(held)))
+                    young = young.unionByName(committed.where(F.col("topic").isin(lagged)))
                 with timed(log, "young append"):
                     self.tables.young.append(young, app_id=f"{self.app_id}-young", version=batch_id)
                 self._young_may_hold = True
@@ -197,7 +178,7 @@ class BatchMerger:
                     )
         finally:
             try:
-                release(reduced)
+                scanned.release()
             finally:
                 if txn is not None:
                     txn.release()
@@ -206,11 +187,13 @@ class BatchMerger:
 
     # The steps of a batch, as methods so that the benchmark can time each.
 
-    def _partition_stats(self, reduced: DataFrame) -> list[dict[str, Any]]:
-        return batch_stats(reduced)
+    def _partition_stats(self, scanned: DataFrame) -> list[dict[str, Any]]:
+        return batch_stats(scanned)
 
-    def _read_committed(self, records: DataFrame) -> Transactions:
-        return read_committed(self.spark, self.tables.pending, records, _CANDIDATE_COLUMNS)
+    def _read_committed(self, scanned: Scan) -> Transactions:
+        return read_committed(
+            self.spark, self.tables.pending, scanned.transactional(), _CANDIDATE_COLUMNS
+        )
 
     def _merge_partitions(
         self,
@@ -238,36 +221,6 @@ class BatchMerger:
         known = {(topic, partition) for topic, partition, _ in starts}
         return known, local_frame(
             self.spark, starts, "topic string, partition int, log_start_offset long"
-        )
-
-    def _reduce(self, batch: DataFrame, starts: DataFrame) -> DataFrame:
-        """Per row of the batch: in ``w`` its record if it is a candidate (keyed, not
-        transactional, at or above the log start, of a topic without a lag; null otherwise),
-        with its key, and its share of the partition's numbers (``partitions.row_shares``).
-        Rules are those of every configured topic, the defaults for the others. No shuffle: the
-        source reduced a partition's segments in their task, and a partition whose segments
-        were reduced together to one candidate per key needs no reduction across rows
-        (``batch_stats``' ``one_per_key``)."""
-        configured, defaults = self.config.topics, self.config.defaults
-        data = ~F.col("segment_end") & ~F.col("is_control")
-        rows = self._classify(
-            batch.join(F.broadcast(starts), ["topic", "partition"], "left"), configured, defaults
-        )
-        plain = data & ~F.col("is_transactional") & _at_or_above_log_start()
-        held = per_topic(
-            F.col("topic"),
-            configured,
-            lambda c: F.lit(c.min_compaction_lag_ms > 0),
-            default=defaults,
-        )
-        candidate = plain & F.col("key").isNotNull() & ~held
-        winner = F.struct(*[F.col(c) for c in _KEYED_COLUMNS[3:]])
-        return rows.select(
-            "topic",
-            "partition",
-            F.when(candidate, F.col("key")).alias("key"),
-            F.when(candidate, winner).alias("w"),
-            *row_shares(data, plain, candidate),
         )
 
     def settle(self, now_ms: int) -> None:
@@ -356,31 +309,8 @@ class BatchMerger:
     def _above_log_start(self, candidates: DataFrame, starts: DataFrame) -> DataFrame:
         return (
             candidates.join(F.broadcast(starts), ["topic", "partition"], "left")
-            .where(_at_or_above_log_start())
+            .where(at_or_above_log_start())
             .drop("log_start_offset")
-        )
-
-    def _classify(
-        self,
-        candidates: DataFrame,
-        topics: Mapping[str, TopicConfig],
-        default: TopicConfig | None = None,
-    ) -> DataFrame:
-        """Each record's header version, whether that header was unreadable, and whether the
-        record is a tombstone, under its topic's settings (``default`` for a topic not in
-        ``topics``)."""
-        headers = F.col("headers")
-
-        def by_topic(build: Callable[[TopicConfig], Column]) -> Column:
-            return per_topic(F.col("topic"), topics, build, default=default)
-
-        return (
-            candidates.withColumn("order_value", by_topic(lambda c: version(headers, c)))
-            .withColumn("bad_version", by_topic(lambda c: bad_version(headers, c)))
-            .withColumn(
-                "tombstone",
-                by_topic(lambda c: tombstone(F.col("value"), headers, F.col("attributes"), c)),
-            )
         )
 
     def _merge_state(

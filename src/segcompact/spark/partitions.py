@@ -2,7 +2,7 @@
 partition is due for re-materialisation.
 
 A batch's numbers come in two steps: :func:`row_shares` are a row's share of them, computed
-in the merge's one pass over the decoded batch, :func:`batch_stats` adds them up per partition,
+in the batch's one scan (``spark.scan``), :func:`batch_stats` adds them up per partition,
 and :func:`merge_batch_stats` adds those to the table. Whether a partition is due is
 ``compaction.triggers.decision`` of its row.
 """

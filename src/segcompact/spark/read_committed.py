@@ -32,16 +32,17 @@ class Transactions:
 
 
 def read_committed(
-    spark: SparkSession, pending: Table, records: DataFrame, columns: tuple[str, ...]
+    spark: SparkSession, pending: Table, transactional: DataFrame, columns: tuple[str, ...]
 ) -> Transactions:
-    """Decide the batch's transactional ``records`` (and those pending from earlier batches)
-    with the markers seen so far; committed ones come out with ``columns``."""
-    txn = records.where(F.col("is_transactional"))
+    """Decide the batch's ``transactional`` records and markers (with the pending table's
+    columns but ``commit``), and those pending from earlier batches, with the markers seen so
+    far; committed ones come out with ``columns``."""
     # The pending table's own columns, with each marker's decision computed.
-    incoming = txn.withColumn(
+    incoming = transactional.withColumn(
         "commit", F.when(F.col("is_control"), F.col("key") == F.lit(COMMIT_KEY))
     ).select(*PENDING_SCHEMA.fieldNames())
-    # Read for the state and the pending table: the batch decoded once.
+    # Read for the state and the pending table: the pending table read, and the duplicates
+    # dropped, once.
     everything = hold(
         pending.read(spark)
         .unionByName(incoming)

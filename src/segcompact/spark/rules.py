@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from segcompact.compaction.rules import TOMBSTONE_TRUE
@@ -119,3 +119,24 @@ def young(timestamp: Column, now_ms: int, r: TopicConfig) -> Column:
     if r.min_compaction_lag_ms <= 0:
         return F.lit(False)
     return timestamp > F.timestamp_millis(F.lit(now_ms - r.min_compaction_lag_ms))
+
+
+def classify(
+    records: DataFrame, topics: Mapping[str, TopicConfig], default: TopicConfig | None = None
+) -> DataFrame:
+    """``records`` with each one's header version (``order_value``), whether that header was
+    unreadable (``bad_version``), and whether it is a tombstone, under its topic's settings
+    (``default``'s for a topic not in ``topics``)."""
+    headers, topic = F.col("headers"), F.col("topic")
+
+    def by_topic(build: Callable[[TopicConfig], Column]) -> Column:
+        return per_topic(topic, topics, build, default=default)
+
+    return (
+        records.withColumn("order_value", by_topic(lambda c: version(headers, c)))
+        .withColumn("bad_version", by_topic(lambda c: bad_version(headers, c)))
+        .withColumn(
+            "tombstone",
+            by_topic(lambda c: tombstone(F.col("value"), headers, F.col("attributes"), c)),
+        )
+    )
