@@ -212,7 +212,7 @@ def test_timestamp_strategy_keeps_the_front_for_a_later_log_start() -> None:
 
 def test_a_topic_with_a_lag_passes_every_record_through() -> None:
     rows = [record(o) for o in range(5)]
-    kept, reducer = reduce([rows], Ranking(raw=True))
+    kept, reducer = reduce([rows], Ranking(lagged=True))
     assert [r["offset"] for r in kept] == list(range(5)) and reducer.folded == 0
 
 
@@ -303,7 +303,7 @@ def test_a_segment_whose_offsets_fall_leaves_as_it_is_from_there() -> None:
 def test_a_segment_whose_offsets_fall_from_the_start_is_not_one_per_key() -> None:
     kept, reducer = reduce([[record(3, key=b"a"), record(1, key=b"a")]], Ranking())
     assert [r["offset"] for r in kept] == [3, 1] and not reducer.one_per_key
-    kept, reducer = reduce([[record(3, key=b"a"), record(5, key=b"a")]], Ranking(raw=True))
+    kept, reducer = reduce([[record(3, key=b"a"), record(5, key=b"a")]], Ranking(lagged=True))
     assert [r["offset"] for r in kept] == [3, 5] and reducer.one_per_key  # no candidate leaves
 
 
@@ -350,7 +350,7 @@ def test_rankings_travel_as_json_and_bad_json_is_refused() -> None:
     rankings = Rankings.of(config)
     assert Rankings.from_json(rankings.to_json()) == rankings
     assert rankings.for_topic("h") == Ranking("header", "ver", False)
-    assert rankings.for_topic("lag").raw and rankings.for_topic("other") == Ranking()
+    assert rankings.for_topic("lag").lagged and rankings.for_topic("other") == Ranking()
     with pytest.raises(ValueError, match="not a compaction ranking"):
         Rankings.from_json('{"topics": {}}')
     with pytest.raises(ValueError, match="'newest' is not"):

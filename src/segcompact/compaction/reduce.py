@@ -55,7 +55,7 @@ class Ranking:
 
     strategy: str = CompactionStrategy.OFFSET.value
     header: str | None = None  # the version header of the header strategy
-    raw: bool = False  # min.compaction.lag.ms > 0: every record goes to the young table
+    lagged: bool = False  # min.compaction.lag.ms > 0: every record goes to the young table
 
     @classmethod
     def of(cls, topic: TopicConfig) -> Ranking:
@@ -138,7 +138,7 @@ class SegmentReducer:
         self._seen = 0  # records added: the next one's id
         self._last_offset: int | None = None
         # From this id on every record leaves as it is (a lagged topic: all of them).
-        self._as_is_from: int | None = 0 if ranking.raw else None
+        self._as_is_from: int | None = 0 if ranking.lagged else None
         # The second pass: from ``_rescan_from`` on, candidates leave where ``_decided`` (per
         # round: its first id and one bit per record) says; from ``_raw_from`` on, the others too.
         self._rescan_from: int | None = None
@@ -162,7 +162,7 @@ class SegmentReducer:
         other, a second round, offsets that do not rise, or a second pass that did not see the
         records of the first (a file gone or rewritten in between) may leave several."""
         # A lagged topic's records all leave as they are: none is a candidate of the merge.
-        as_is = self._as_is_from is not None and not self.ranking.raw
+        as_is = self._as_is_from is not None and not self.ranking.lagged
         same = not self.rescan or (self.rescanned and self._sums[0] == self._sums[1])
         return (
             self._rounds <= 1
