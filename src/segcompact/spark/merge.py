@@ -246,7 +246,7 @@ class BatchMerger:
             self._young_may_hold = self.tables.young.may_hold_rows(self.spark)
         if not self._young_may_hold:
             return
-        held = self.tables.young.read(self.spark)
+        waiting = self.tables.young.read(self.spark)
         too_young = per_topic(
             F.col("topic"),
             self.config.topics,
@@ -255,7 +255,7 @@ class BatchMerger:
         )
         # One Spark job: each partition's boundary, and whether a record is below it.
         found = (
-            held.groupBy("topic", "partition")
+            waiting.groupBy("topic", "partition")
             .agg(
                 F.min(F.when(too_young, F.col("segment_base"))).alias("boundary"),
                 F.min("offset").alias("first"),
@@ -270,7 +270,7 @@ class BatchMerger:
         topics = {t: self.config.topic(t) for t in sorted({r.topic for r in found})}
         bounds = local_frame(self.spark, limits, "topic string, partition int, boundary long")
         ripe = (
-            held.join(F.broadcast(bounds), ["topic", "partition"])
+            waiting.join(F.broadcast(bounds), ["topic", "partition"])
             .where(F.col("offset") < F.col("boundary"))
             .drop("boundary")
         )
