@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from segcompact.delta.native import NativeReader
 from segcompact.erasure.ledger_reads import read_rows
 from segcompact.errors import ConfigError
 from segcompact.spark.ledger import rows_frame
@@ -82,7 +83,7 @@ def test_a_state_table_not_partitioned_by_kafka_partition_is_not_compacted(
     for version in range(2):
         plain.append(state_rows(spark, "t", 0), app_id="test", version=version)
     if delta_rs == "none":  # as for a catalog name: Spark reads the layout
-        monkeypatch.setattr(Table, "native", lambda table, spark: None)
+        monkeypatch.setattr(Table, "reader", lambda self, spark: SparkReader(spark, self.name))
     with session_settings(spark, {MIN_FILES: "1"}):
         compact_small_files(spark, plain, [("t", 0)])
     history = spark.sql(f"DESCRIBE HISTORY delta.`{plain.name}`").collect()
@@ -163,7 +164,7 @@ def test_the_warm_up_commits_nothing_and_reads_through_delta_rs_or_spark(
         "SET TBLPROPERTIES ('delta.enableDeletionVectors' = true)"
     )
     spark.sql(f"DELETE FROM {tables.ledger.sql_name(spark)} WHERE round = 1")
-    assert tables.ledger.native(spark) is not None
+    assert isinstance(tables.ledger.reader(spark), NativeReader)
     assert read_rows(tables.ledger.reader(spark).arrow(["round", "deadline"], where)) == native
     assert native == [{"round": 2, "deadline": 0}]
     assert tables.ledger.reader(spark).arrow(["round"]).column("round").to_pylist() == [2], (

@@ -348,7 +348,8 @@ class Eraser:
         wall = time.time_ns() // 1_000_000
         covered: dict[str, int] = {}
         for name, table in self.tables.all().items():
-            last = table.reader(self.spark).version()
+            before = table.reader(self.spark)
+            last = before.version()
             if self._clean.get(name) == last:
                 covered[name] = last  # nothing committed since a VACUUM left it clean
                 continue
@@ -357,16 +358,15 @@ class Eraser:
                 default=last,
             )
             if self.retention_ms == 0:
-                _after(table.reader(self.spark).commit_times(last)[last])  # the cutoff is after it
+                _after(before.commit_times(last)[last])  # the cutoff is after it
                 wall = max(wall, time.time_ns() // 1_000_000)
             table.vacuum(self.spark)
             cutoff = wall - self.retention_ms
-            times = table.reader(self.spark).commit_times(since)
+            after = table.reader(self.spark)  # VACUUM logs commits of its own
+            times = after.commit_times(since)
             covered[name] = max((v for v, ms in times.items() if ms < cutoff), default=since - 1)
             if covered[name] >= last:
-                self._clean[name] = table.reader(
-                    self.spark
-                ).version()  # VACUUM logs commits of its own
+                self._clean[name] = after.version()
         now = self.clock.now_ms()
         for r in rounds:
             if r["vacuumed_at"] is not None:
