@@ -1,7 +1,7 @@
 """Whether ``materialize`` or ``purge`` has anything to do, read without a JVM: when nothing is
 due they answer so in a second, where starting Spark to find it out takes thirty.
 
-Read by delta-rs (:mod:`segcompact.table_sql`) from the tables the job's own decisions read, and
+Read by delta-rs (:mod:`segcompact.delta.sql`) from the tables the job's own decisions read, and
 decided by the same functions (``triggers.decision``, ``schedule.erasure_due``). What can only
 be judged by Spark, or could not be read, counts as due: the command then starts Spark and
 decides as it always has. Due, for the upkeep that both commands run first
@@ -26,9 +26,9 @@ from typing import Any
 from segcompact.compaction.triggers import decision
 from segcompact.config import CompactorConfig
 from segcompact.config.sla import smallest_sla_ms
+from segcompact.delta.sql import DeltaSql, TableSql
 from segcompact.erasure.ledger_reads import DELETE, ROUND, read_rows
 from segcompact.erasure.schedule import erasure_due
-from segcompact.table_sql import DeltaSql, TableSql
 
 log = logging.getLogger(__name__)
 

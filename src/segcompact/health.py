@@ -2,7 +2,7 @@
 
 Reads only what is cheap and needs no JVM: the lease files of the job's locations (renewed every
 third of ``lease_timeout_ms`` by a live job, so a hung or dead one shows within the timeout),
-the partitions table and the deletion ledger by delta-rs (:mod:`segcompact.table_sql`), and
+the partitions table and the deletion ledger by delta-rs (:mod:`segcompact.delta.sql`), and
 the source data not merged yet (:mod:`segcompact.unmerged`: listings and batch headers).
 Each check passes or fails; ``--fail-on`` picks those that make the exit code 1 (a liveness
 probe wants ``running`` alone: restarting fixes no uncleanable partition).
@@ -10,22 +10,18 @@ probe wants ``running`` alone: restarting fixes no uncleanable partition).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from segcompact.clock import epoch_ms
 from segcompact.config import CompactorConfig
+from segcompact.delta.sql import NoTable, SparkViews, open_sql
 from segcompact.erasure.ledger_reads import ledger_rows
 from segcompact.erasure.report import breached, build, iso, unread_breaches
 from segcompact.erasure.unread import BREACHED, place
 from segcompact.humanize import ago
 from segcompact.lease import job_lease
-from segcompact.table_sql import NoTable, open_sql
 from segcompact.unmerged import judged
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
 CHECKS = ("running", "uncleanable", "breaches", "unverified")
 
@@ -77,9 +73,9 @@ class Health:
         return "\n".join(lines)
 
 
-def check(config: CompactorConfig, now_ms: int, spark: Callable[[], SparkSession]) -> Health:
+def check(config: CompactorConfig, now_ms: int, spark: SparkViews) -> Health:
     """The job's health now (``now_ms``: the job's clock, for deadlines); ``spark`` is asked for
-    a session only when delta-rs cannot open a table."""
+    Spark's SQL only when delta-rs cannot open a table."""
     holders = [h for h in job_lease(config, "health").live_holders() if h.command == "run"]
     state = config.state
     views = {"partitions": state.partitions_table, "ledger": state.ledger_table}

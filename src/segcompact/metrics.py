@@ -18,9 +18,9 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 from prometheus_client.metrics import MetricWrapperBase
@@ -28,16 +28,13 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from segcompact.config import CompactorConfig
+from segcompact.delta.sql import SparkViews, open_sql
 from segcompact.erasure.ledger_reads import ledger_rows, ledger_views
 from segcompact.erasure.report import KINDS, build, by_kind
 from segcompact.erasure.schedule import Status
 from segcompact.erasure.unread import BACKLOG, BREACHED, UnreadPartition
 from segcompact.status import partition_status, status_views
-from segcompact.table_sql import open_sql
 from segcompact.unmerged import judged
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
 PARTITION = ("topic", "partition")
 TOPIC = ("topic",)
@@ -276,7 +273,7 @@ class JobMetrics:
         self,
         config: CompactorConfig,
         now_ms: int,
-        spark: Callable[[], SparkSession],
+        spark: SparkViews,
         *,
         force: bool = False,
     ) -> None:
@@ -296,9 +293,7 @@ class JobMetrics:
                 self.ready.set(0)
                 raise
 
-    def _read(
-        self, config: CompactorConfig, now_ms: int, spark: Callable[[], SparkSession]
-    ) -> None:
+    def _read(self, config: CompactorConfig, now_ms: int, spark: SparkViews) -> None:
         views = {**status_views(config), **ledger_views(config)}
         sql = open_sql(views, config.storage, spark)  # one set of tables for both reads
         deletes, rounds = ledger_rows(sql)

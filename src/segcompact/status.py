@@ -1,6 +1,6 @@
 """``segcompact status``: per partition, what the tables say about its compaction.
 
-Three queries (:mod:`segcompact.table_sql`): the partitions table, and per partition the state's
+Three queries (:mod:`segcompact.delta.sql`): the partitions table, and per partition the state's
 keys, tombstones and next horizon, and the young records. By delta-rs they take milliseconds and
 no JVM; Spark answers them only for tables delta-rs cannot open. :func:`text` lays the rows out
 for people (JSON keeps them as they are, times in epoch milliseconds). :func:`skipped` lists
@@ -10,18 +10,15 @@ listing of the roots: nothing is stored about them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 from segcompact.clock import epoch_ms
 from segcompact.compaction.triggers import decision
 from segcompact.config import CompactorConfig
+from segcompact.delta.sql import NoTable, SparkViews, TableSql, open_sql
 from segcompact.discovery import skipped_directories
 from segcompact.humanize import ago, duration, iso_time, printable_path, until
-from segcompact.table_sql import NoTable, TableSql, open_sql
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
 
 def status_views(config: CompactorConfig) -> dict[str, str]:
@@ -30,15 +27,13 @@ def status_views(config: CompactorConfig) -> dict[str, str]:
     return {"state": state.table, "partitions": state.partitions_table, "young": state.young_table}
 
 
-def read_status(
-    config: CompactorConfig, now_ms: int, spark: Callable[[], SparkSession]
-) -> list[dict[str, Any]]:
-    """:func:`partition_status` by delta-rs, or by the session ``spark`` gives when delta-rs
-    cannot open a table (only then is it asked for)."""
+def read_status(config: CompactorConfig, now_ms: int, spark: SparkViews) -> list[dict[str, Any]]:
+    """:func:`partition_status` by delta-rs, or by the SQL ``spark`` gives when delta-rs cannot
+    open a table (only then is it asked for)."""
     return partition_status(open_sql(status_views(config), config.storage, spark), config, now_ms)
 
 
-def table_topics(config: CompactorConfig, spark: Callable[[], SparkSession]) -> set[str]:
+def table_topics(config: CompactorConfig, spark: SparkViews) -> set[str]:
     """The topics the job's partitions table holds (none before the job has created it)."""
     sql = open_sql({"partitions": config.state.partitions_table}, config.storage, spark)
     try:

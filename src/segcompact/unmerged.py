@@ -19,13 +19,13 @@ from segcompact.backlog import QueryLog, manifest_dir, query_dir
 from segcompact.compaction.output import OUTPUT_NOT_WRITTEN
 from segcompact.config import CompactorConfig
 from segcompact.config.sla import smallest_sla_ms
+from segcompact.delta.sql import NoTable, TableSql
 from segcompact.discovery import SegmentFile, discover
 from segcompact.erasure.unread import ANY_PARTITION, ANY_TOPIC, Unread, UnreadPartition, judge
 from segcompact.errors import SegcompactError
 from segcompact.format.segment import FIRST_BATCH_HEAD, first_append_ms
 from segcompact.manifest import Manifest
 from segcompact.storage import Storage
-from segcompact.table_sql import NoTable, TableSql
 
 log = logging.getLogger(__name__)
 

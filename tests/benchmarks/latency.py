@@ -32,10 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from segcompact.delta_native import open_table, read
 from tests.benchmarks import options
 from tests.benchmarks.measure import tree_cpu_seconds
-from tests.e2e.harness import Background, wait_for
+from tests.e2e.harness import Background, delta_rs_rows, wait_for
 from tests.support import column_log
 from tests.support.config import write_config
 from tests.support.keyed_log import BASE_TIMESTAMP, TOPIC
@@ -108,8 +107,7 @@ class CommitWatch(threading.Thread):
             if now - versions:
                 at = time.monotonic()
                 versions = now
-                rows = read(open_table(str(self.table)), ["partition", "log_end_offset"], None)
-                assert rows is not None
+                rows = delta_rs_rows(str(self.table), columns=["partition", "log_end_offset"])
                 ends = dict(
                     zip(
                         rows.column("partition").to_pylist(),

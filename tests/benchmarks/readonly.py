@@ -29,8 +29,8 @@ COMMANDS = {"status": ["status", "--format", "json"], "sla": ["sla", "--format",
 # The CLI with delta-rs refused: every read goes through Spark.
 BY_SPARK = (
     "import sys\n"
-    "from segcompact import table_sql\n"
-    "table_sql.DeltaSql.open = classmethod(lambda cls, views, storage: None)\n"
+    "from segcompact.delta import sql\n"
+    "sql.DeltaSql.open = classmethod(lambda cls, views, storage: None)\n"
     "from segcompact.cli import main\n"
     "sys.exit(main(sys.argv[1:]))\n"
 )

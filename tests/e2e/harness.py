@@ -30,9 +30,9 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 import segcompact
-from segcompact import delta_native
 from segcompact.backlog import QueryLog
 from segcompact.config import CompactorConfig, load_config
+from segcompact.delta.native import NativeReader
 from segcompact.format.attributes import Compression
 from segcompact.publication import Output, Publication
 from segcompact.samples import generate_partition
@@ -407,12 +407,24 @@ def _b(value: Any) -> bytes | None:
     return None if value is None else bytes(value)
 
 
+class _NoSpark:
+    """Spark's place beside a delta-rs reader, for reads that must be delta-rs's: any use fails
+    the test."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"delta-rs cannot do {name} on this table")
+
+
+def delta_rs_rows(
+    location: str, options: dict[str, str] | None = None, columns: list[str] | None = None
+) -> pa.Table:
+    """The live rows of the table at ``location`` (``columns`` of them), read by delta-rs."""
+    return NativeReader(location, options or {}, _NoSpark()).arrow(columns)
+
+
 def delta_rows(config: CompactorConfig, table: str) -> pa.Table:
     """Every live row of one of ``config``'s tables, read by delta-rs (no Spark; on S3 too)."""
-    options = config.storage.delta_options(table)
-    rows = delta_native.read(delta_native.open_table(table, options), None, None)
-    assert rows is not None, f"delta-rs cannot read {table}"
-    return rows
+    return delta_rs_rows(table, config.storage.delta_options(table))
 
 
 def state_table(spark: SparkSession, config: CompactorConfig) -> dict[StateKey, dict[str, Any]]:

@@ -128,7 +128,7 @@ def test_metrics_of_a_running_job_match_its_tables(tmp_path: Path, spark_conf_di
             return (samples, in_spark) if synced else None
 
         samples, in_spark = wait_for("a scrape after the first batch", merged, running=job)
-        rows = read_status(config, NOW_MS, lambda: pytest.fail("delta-rs reads these tables"))
+        rows = read_status(config, NOW_MS, lambda views: pytest.fail("delta-rs reads these tables"))
         assert samples[("segcompact_query_active", ())] == 1
         job.terminate()
         assert job.wait() == 0

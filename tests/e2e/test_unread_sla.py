@@ -125,7 +125,7 @@ def test_unread_data_counts_against_the_sla(tmp_path: Path, spark_conf_dir: Path
 
     metrics = JobMetrics()
 
-    def no_spark() -> Any:
+    def no_spark(views: object) -> Any:
         raise AssertionError("delta-rs reads these tables")
 
     metrics.refresh(load_config(path), late, no_spark, force=True)

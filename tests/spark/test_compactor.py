@@ -208,7 +208,7 @@ def test_a_steady_batch_makes_two_delta_commits_and_an_idle_run_no_spark_job(
     # A partition's segments in one task are reduced together: one candidate per key.
     assert one_per_key(s) == {("by-offset", 0): True, ("by-offset", 1): True}
     tables = s.compactor.tables.all()
-    before = {name: t.version(spark) for name, t in tables.items()}
+    before = {name: t.reader(spark).version() for name, t in tables.items()}
     # The batch's partitions were new: their rows were appended, not merged into nothing.
     first = spark.sql(f"DESCRIBE HISTORY delta.`{s.config.state.partitions_table}`")
     assert [r.operation for r in first.where("version = 1").collect()] == ["WRITE"]
@@ -217,7 +217,7 @@ def test_a_steady_batch_makes_two_delta_commits_and_an_idle_run_no_spark_job(
 
     s.check()
     assert one_per_key(s) == {("by-offset", 0): True}  # its rows are the winners as they are
-    commits = {name: t.version(spark) - before[name] for name, t in tables.items()}
+    commits = {name: t.reader(spark).version() - before[name] for name, t in tables.items()}
     assert commits == {"state": 1, "young": 0, "partitions": 1, "pending": 0, "ledger": 0}
     # The state MERGE read only the batch's partition's files: its metrics say so.
     merge = spark.sql(f"DESCRIBE HISTORY delta.`{s.config.state.table}` LIMIT 1").first()
@@ -234,13 +234,13 @@ def test_a_steady_batch_makes_two_delta_commits_and_an_idle_run_no_spark_job(
 
     # A restart with no new segment and nothing due: no streaming query, no Spark job, no
     # Delta commit.
-    versions = {name: t.version(spark) for name, t in tables.items()}
+    versions = {name: t.reader(spark).version() for name, t in tables.items()}
     jobs = jobs_started(spark)
     with caplog.at_level(logging.INFO, logger="segcompact"):
         Compactor(spark, s.config, s.clock).run_once()
     assert "query: no segment to read" in caplog.text
     assert jobs_started(spark) == jobs
-    assert {name: t.version(spark) for name, t in tables.items()} == versions
+    assert {name: t.reader(spark).version() for name, t in tables.items()} == versions
 
 
 def test_a_topic_is_compacted_once_merges_leave_enough_small_files(
@@ -270,7 +270,9 @@ def test_a_topic_is_compacted_once_merges_leave_enough_small_files(
     predicate = history[-1].operationParameters["predicate"]
     assert "by-offset" in predicate and "by-flag" not in predicate
     # Not Delta's auto compaction, which compacts a partition at a JVM's first write to it.
-    assert "delta.autoOptimize.autoCompact" not in s.compactor.tables.state.properties(spark)
+    assert (
+        "delta.autoOptimize.autoCompact" not in s.compactor.tables.state.reader(spark).properties()
+    )
 
 
 def test_graduation_cut_short_after_its_merge_is_finished_by_the_next(

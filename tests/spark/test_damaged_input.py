@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import shutil
 import struct
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from segcompact.format.attributes import Compression
 from segcompact.format.batch import LENGTH_OFFSET, V2_HEADER_SIZE, build_batch
 from segcompact.format.record import Record
 from segcompact.spark.job import Compactor
+from segcompact.spark.table_reader import SparkSql
 from segcompact.status import read_status
 from tests.e2e.harness import state_table
 from tests.support.config import write_config
@@ -109,7 +111,7 @@ def test_damage_stays_in_its_partition_and_a_restart_changes_nothing(
 
     Compactor(spark, config, clock).run_once()
     after = state_table(spark, config)
-    status = {r["topic"]: r for r in read_status(config, NOW_MS, lambda: spark)}
+    status = {r["topic"]: r for r in read_status(config, NOW_MS, partial(SparkSql, spark))}
     for topic, reason in reasons.items():
         line = status[topic]["uncleanable"]
         assert line is not None and reason in line, (topic, line)
@@ -154,5 +156,5 @@ def test_segments_that_overlap_with_the_same_records_read_as_one_log(
     for config in (overlapping, clean):
         Compactor(spark, config, clock).run_once()
     assert state_table(spark, overlapping) == state_table(spark, clean)
-    [row] = read_status(overlapping, NOW_MS, lambda: spark)
+    [row] = read_status(overlapping, NOW_MS, partial(SparkSql, spark))
     assert row["uncleanable"] is None and row["log_end_offset"] == 30

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from segcompact.clock import ManualClock
 from segcompact.compaction.triggers import Reason
 from segcompact.config import load_config
 from segcompact.spark.materialize import Materializer
+from segcompact.spark.table_reader import SparkSql
 from segcompact.spark.tables import PARTITIONS_SCHEMA, STATE_SCHEMA, Tables
 from segcompact.status import read_status
 from tests.support.config import write_config
@@ -103,7 +105,7 @@ def test_status_calls_due_exactly_what_the_materialiser_writes(
         tables.state.name
     )
 
-    status = read_status(config, NOW, lambda: spark)
+    status = read_status(config, NOW, partial(SparkSql, spark))
     plans = Materializer(spark, config, tables, ManualClock(NOW)).plans()
 
     said = {(r["topic"], r["partition"]): r["due"] for r in status if r["due"]}

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 
 from segcompact.clock import ManualClock
 from segcompact.config import CompactorConfig, load_config
+from segcompact.delta.sql import DeltaSql
 from segcompact.erasure.keyhash import SECRET_VARIABLE, key_hash
 from segcompact.erasure.ledger_reads import KeyRows, key_rows, key_views, ledger_rows
 from segcompact.erasure.verdict import Held
@@ -30,8 +31,8 @@ from segcompact.spark.erasure import Eraser
 from segcompact.spark.job import Compactor
 from segcompact.spark.ledger import record_deletes
 from segcompact.spark.source import NAME, register
+from segcompact.spark.table_reader import SparkSql
 from segcompact.storage import LocalFileSystem, LocalInputFile
-from segcompact.table_sql import DeltaSql, SparkSql
 from tests.support import config as support_config
 
 pytestmark = pytest.mark.spark

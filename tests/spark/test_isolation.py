@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from segcompact.publication import new_version_directory
 from segcompact.samples import generate_partition
 from segcompact.spark.job import Compactor
 from segcompact.spark.materialize import Plan, write_partitions
+from segcompact.spark.table_reader import SparkSql
 from segcompact.spark.tables import RECORD_FIELDS
 from segcompact.status import read_status
 from segcompact.storage import LocalInputFile, Storage
@@ -137,7 +139,10 @@ def test_a_poisoned_partition_stops_alone(spark: SparkSession, tmp_path: Path) -
     assert set(summary.found_uncleanable) == {(topic, 0) for topic in POISONS}
     failure = summary.failure()
     assert failure is not None
-    status = {(r["topic"], r["partition"]): r for r in read_status(config, NOW_MS, lambda: spark)}
+    status = {
+        (r["topic"], r["partition"]): r
+        for r in read_status(config, NOW_MS, partial(SparkSql, spark))
+    }
     for topic, (_, reason) in POISONS.items():
         line = status[(topic, 0)]["uncleanable"]
         path = root / f"{topic}-0" / f"{0:020d}.log"
@@ -253,7 +258,7 @@ def test_a_partition_whose_state_cannot_be_written_is_marked_uncleanable(
     assert [(r["topic"], r["partition"], r["version"]) for r in results] == [("b", 0, 2)]
     reason = compactor.materializer.failed[("a", 0)]
     assert reason.startswith("output not written (") and "past the log end offset 10" in reason
-    status = {r["topic"]: r for r in read_status(config, NOW_MS, lambda: spark)}
+    status = {r["topic"]: r for r in read_status(config, NOW_MS, partial(SparkSql, spark))}
     assert status["a"]["uncleanable"] == reason and status["b"]["uncleanable"] is None
     after = publications(config)
     assert after[("a", 0)] == before[("a", 0)] and after[("b", 0)].version == 2

@@ -6,6 +6,7 @@ import logging
 import os
 import random
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,6 @@ from deltalake import DeltaTable
 from kafka.record.memory_records import MemoryRecords
 from pyspark.sql import SparkSession
 
-from segcompact import delta_native
 from segcompact.compaction.delete_records import OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION
 from segcompact.format.attributes import Compression
 from segcompact.format.segment import SegmentReader
@@ -21,6 +21,7 @@ from segcompact.publication import VERSIONS
 from segcompact.samples import generate_partition
 from segcompact.spark import materialize
 from segcompact.spark.delete_records import delete_records
+from segcompact.spark.table_reader import SparkReader, SparkSql
 from segcompact.spark.tables import Table, session_settings
 from segcompact.status import read_status
 from segcompact.storage import LocalInputFile
@@ -154,7 +155,9 @@ def test_records_younger_than_the_lag_stay_raw_until_they_may_be_compacted(
     link = tmp_path / "out" / "by-age-0"
     assert _version_of(link) == "v1"
     (status,) = [
-        r for r in read_status(s.config, s.clock.now_ms(), lambda: spark) if r["topic"] == "by-age"
+        r
+        for r in read_status(s.config, s.clock.now_ms(), partial(SparkSql, spark))
+        if r["topic"] == "by-age"
     ]
     assert status["young_records"] == len(young) and status["due"] is None
 
@@ -209,12 +212,13 @@ def test_both_reads_of_the_due_partitions_write_the_same_segments(
     assert materialise() == by_delta_rs
     # DataFusion's sort out of memory (a partition too large to merge its spills in it): each
     # such partition is written again, read by Spark, in a fresh version directory.
-    monkeypatch.setattr(delta_native, "SORT_MEMORY", "1K")
+    monkeypatch.setattr(materialize, "SORT_MEMORY", "1K")
     with caplog.at_level(logging.WARNING, logger="segcompact.spark.materialize"):
         assert materialise() == by_delta_rs
     failed = re.findall(r"Spark does: ([\w-]+-\d): External error: Not enough memory", caplog.text)
     assert sorted(failed) == sorted(f"{t}-{p}" for t, p in written)
-    monkeypatch.setattr(Table, "pinned", lambda self, spark: None)  # a store delta-rs is not given
+    # A store delta-rs is not given: Spark reads the tables.
+    monkeypatch.setattr(Table, "reader", lambda self, spark: SparkReader(spark, self.name))
     one_task_small_batches = {
         "spark.sql.execution.arrow.maxRecordsPerBatch": "7",
         "spark.sql.shuffle.partitions": "1",

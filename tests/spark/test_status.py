@@ -11,10 +11,11 @@ from pyspark.sql import SparkSession
 
 from segcompact.clock import ManualClock
 from segcompact.config import load_config
+from segcompact.delta.sql import DeltaSql
 from segcompact.samples import generate_partition
 from segcompact.spark.job import Compactor
+from segcompact.spark.table_reader import SparkSql
 from segcompact.status import partition_status, status_views
-from segcompact.table_sql import DeltaSql, SparkSql
 from tests.support.config import write_config
 
 pytestmark = pytest.mark.spark

@@ -5,18 +5,21 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import deltalake
 import pyarrow.compute as pc
 import pytest
 from delta.tables import DeltaTable
+from deltalake.exceptions import DeltaError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from segcompact import delta_native
+from segcompact.delta.native import NativeReader
 from segcompact.erasure.ledger_reads import read_rows
 from segcompact.errors import ConfigError
 from segcompact.spark.ledger import rows_frame
 from segcompact.spark.small_files import MIN_FILES, compact_small_files
+from segcompact.spark.table_reader import SparkReader
 from segcompact.spark.tables import (
     PENDING_SCHEMA,
     SOURCE_AS_IS,
@@ -42,8 +45,8 @@ def test_every_table_is_created_once_and_reopened(spark: SparkSession, tmp_path:
     for t in (tables.state, tables.partitions, tables.pending, tables.young):
         assert t.read(spark).schema.fieldNames() == t.schema.fieldNames()
     # A new state table: deletion vectors; the others Delta's defaults.
-    assert dict(STATE_LAYOUT).items() <= tables.state.properties(spark).items()
-    assert not dict(STATE_LAYOUT).keys() & tables.young.properties(spark).keys()
+    assert dict(STATE_LAYOUT).items() <= tables.state.reader(spark).properties().items()
+    assert not dict(STATE_LAYOUT).keys() & tables.young.reader(spark).properties().keys()
 
 
 def test_an_existing_state_table_keeps_its_layout(spark: SparkSession, tmp_path: Path) -> None:
@@ -53,7 +56,7 @@ def test_an_existing_state_table_keeps_its_layout(spark: SparkSession, tmp_path:
     plain = Table(tables.state.name, tables.state.schema, partition_by=("topic", "partition"))
     plain.ensure(spark)
     tables.ensure(spark)
-    assert not dict(STATE_LAYOUT).keys() & tables.state.properties(spark).keys()
+    assert not dict(STATE_LAYOUT).keys() & tables.state.reader(spark).properties().keys()
 
 
 def state_rows(spark: SparkSession, topic: str, partition: int) -> DataFrame:
@@ -80,7 +83,7 @@ def test_a_state_table_not_partitioned_by_kafka_partition_is_not_compacted(
     for version in range(2):
         plain.append(state_rows(spark, "t", 0), app_id="test", version=version)
     if delta_rs == "none":  # as for a catalog name: Spark reads the layout
-        monkeypatch.setattr(Table, "native", lambda table, spark: None)
+        monkeypatch.setattr(Table, "reader", lambda self, spark: SparkReader(spark, self.name))
     with session_settings(spark, {MIN_FILES: "1"}):
         compact_small_files(spark, plain, [("t", 0)])
     history = spark.sql(f"DESCRIBE HISTORY delta.`{plain.name}`").collect()
@@ -106,13 +109,13 @@ def test_small_files_are_compacted_in_the_table_partitions_that_hold_many(
     for version, (topic, partition) in enumerate(appended):
         state.append(state_rows(spark, topic, partition), app_id="test", version=version)
 
-    def native(table: Table, spark: SparkSession) -> None:
-        if delta_rs == "fails":  # a protocol feature delta-rs lacks
-            raise delta_native.DeltaError("unsupported reader features")
-        # else: as for a catalog name
+    def fails(*_: object, **__: object) -> None:
+        raise DeltaError("unsupported reader features")
 
-    if delta_rs != "reads":
-        monkeypatch.setattr(Table, "native", native)
+    if delta_rs == "fails":  # a protocol feature delta-rs lacks
+        monkeypatch.setattr(deltalake.DeltaTable, "get_add_actions", fails)
+    elif delta_rs == "none":  # as for a catalog name
+        monkeypatch.setattr(Table, "reader", lambda self, spark: SparkReader(spark, self.name))
     with session_settings(spark, {MIN_FILES: "2"}):
         compact_small_files(spark, state, [("t", 0), ("t", 1), ("u", 0)])
     history = spark.sql(f"DESCRIBE HISTORY delta.`{state.name}`").orderBy("version").collect()
@@ -137,10 +140,10 @@ def test_the_warm_up_commits_nothing_and_reads_through_delta_rs_or_spark(
         *(str(tmp_path / n) for n in ("state", "parts", "pending", "young", "ledger"))
     )
     tables.ensure(spark)
-    before = {n: t.version(spark) for n, t in tables.all().items()}
+    before = {n: t.reader(spark).version() for n, t in tables.all().items()}
     tables.warm_up(spark)
-    assert {n: t.version(spark) for n, t in tables.all().items()} == before
-    assert tables.partitions.arrow(spark).num_rows == 0
+    assert {n: t.reader(spark).version() for n, t in tables.all().items()} == before
+    assert tables.partitions.reader(spark).arrow().num_rows == 0
     # Deletion vectors: delta-rs reads them through its SQL, Spark reads them; the same rows.
     row = {f.name: None for f in tables.ledger.schema} | {
         "kind": "round",
@@ -155,16 +158,16 @@ def test_the_warm_up_commits_nothing_and_reads_through_delta_rs_or_spark(
     both = rows_frame(spark, [row, {**row, "round": 2}]).coalesce(1)  # one file
     both.write.format("delta").mode("append").save(tables.ledger.name)
     where = pc.field("round") == 2
-    native = read_rows(tables.ledger.arrow(spark, ["round", "deadline"], where))
+    native = read_rows(tables.ledger.reader(spark).arrow(["round", "deadline"], where))
     spark.sql(
         f"ALTER TABLE {tables.ledger.sql_name(spark)} "
         "SET TBLPROPERTIES ('delta.enableDeletionVectors' = true)"
     )
     spark.sql(f"DELETE FROM {tables.ledger.sql_name(spark)} WHERE round = 1")
-    assert tables.ledger.native(spark) is not None
-    assert read_rows(tables.ledger.arrow(spark, ["round", "deadline"], where)) == native
+    assert isinstance(tables.ledger.reader(spark), NativeReader)
+    assert read_rows(tables.ledger.reader(spark).arrow(["round", "deadline"], where)) == native
     assert native == [{"round": 2, "deadline": 0}]
-    assert tables.ledger.arrow(spark, ["round"]).column("round").to_pylist() == [2], (
+    assert tables.ledger.reader(spark).arrow(["round"]).column("round").to_pylist() == [2], (
         "the row the deletion vector marks is not read"
     )
     history = tables.ledger.delta(spark).history(1).first()

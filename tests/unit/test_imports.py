@@ -51,14 +51,14 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = (
         ),
     ),
     # Files and tables without Spark of their own: the source's segments and manifest, the
-    # output's publication and export, the lease, delta-rs and SQL over the tables, generated
-    # logs, a segment's dump, the erasure scan.
+    # output's publication and export, the lease, the table reader (delta-rs, and SQL over the
+    # tables), generated logs, a segment's dump, the erasure scan.
     (
         "stores",
         frozenset(
             {
                 "segcompact.backlog",
-                "segcompact.delta_native",
+                "segcompact.delta",
                 "segcompact.discovery",
                 "segcompact.dump",
                 "segcompact.erasure.scan",
@@ -68,7 +68,6 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = (
                 "segcompact.publication",
                 "segcompact.samples",
                 "segcompact.ship",  # the shipper beside a broker: no Spark, no JVM
-                "segcompact.table_sql",
             }
         ),
     ),
@@ -217,6 +216,68 @@ def test_no_import_runs_up_a_floor() -> None:
 
 def test_no_import_cycle() -> None:
     assert _cycles(_graph()) == []
+
+
+# Spark's packages: PySpark, its JVM bridge, and delta-spark's ``delta`` (not segcompact's).
+SPARK_PACKAGES = frozenset({"pyspark", "py4j", "delta"})
+
+
+def _spark_imports(tree: ast.AST) -> list[str]:
+    """The imports of :data:`SPARK_PACKAGES` in ``tree`` that run, with their lines: anywhere
+    (a function's too) but in the body of an ``if TYPE_CHECKING:``."""
+    type_only: set[int] = set()
+    for node in ast.walk(tree):
+        test = node.test if isinstance(node, ast.If) else None
+        if isinstance(test, ast.Name | ast.Attribute) and ast.unparse(test).endswith(
+            "TYPE_CHECKING"
+        ):
+            type_only |= {id(n) for statement in node.body for n in ast.walk(statement)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and id(node) not in type_only:
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and id(node) not in type_only:
+            names = [node.module or ""]
+        else:
+            continue
+        found += [f"{n} at line {node.lineno}" for n in names if n.split(".")[0] in SPARK_PACKAGES]
+    return found
+
+
+def test_no_module_outside_spark_imports_pyspark_at_run_time() -> None:
+    """Only ``segcompact.spark`` imports PySpark, py4j or delta-spark when it runs (for types,
+    under ``TYPE_CHECKING``, anyone may): the rest reads tables through ``segcompact.delta`` and
+    is handed Spark's readers. The entry points of streaming/ start a session by design."""
+    found = {
+        name: lines
+        for name, path in _modules().items()
+        if path.suffix == ".py"
+        and not (name == "segcompact.spark" or name.startswith(("segcompact.spark.", "streaming")))
+        and (lines := _spark_imports(ast.parse(path.read_text())))
+    }
+    assert found == {}
+
+
+def test_the_spark_import_check_sees_run_time_imports_only() -> None:
+    code = (
+        "from typing import TYPE_CHECKING\n"
+        "import typing\n"
+        "import pyarrow, py4j.java_gateway\n"
+        "from segcompact.delta import native\n"
+        "if TYPE_CHECKING:\n"
+        "    from pyspark.sql import SparkSession\n"
+        "else:\n"
+        "    from delta.tables import DeltaTable\n"
+        "if typing.TYPE_CHECKING:\n"
+        "    import pyspark\n"
+        "def f():\n"
+        "    from pyspark.sql import functions\n"
+    )
+    assert _spark_imports(ast.parse(code)) == [
+        "py4j.java_gateway at line 3",
+        "delta.tables at line 8",
+        "pyspark.sql at line 12",
+    ]
 
 
 def test_the_product_imports_nothing_from_tests() -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import write_deltalake
 
+from segcompact.delta.sql import DeltaSql
 from segcompact.erasure.ledger_reads import key_rows
 from segcompact.erasure.verdict import Held
 from segcompact.storage import Storage
-from segcompact.table_sql import DeltaSql
 
 
 def test_a_table_not_created_yet_hides_nothing_the_others_hold(tmp_path: Path) -> None:

@@ -129,7 +129,7 @@ def test_a_failed_read_of_the_tables_makes_their_gauges_absent_again(tmp_path: P
     log.mkdir(parents=True)
     (log / "00000000000000000000.json").write_text("not a Delta log\n")
 
-    def no_spark() -> Any:
+    def no_spark(views: object) -> Any:
         raise RuntimeError("no Spark in this test")
 
     with pytest.raises(RuntimeError, match="no Spark"):

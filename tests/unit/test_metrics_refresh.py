@@ -21,13 +21,13 @@ def test_a_refresh_too_soon_after_the_last_leaves_the_figures_stale_until_one_re
     monkeypatch.setattr(metrics, "_read", lambda config, now_ms, spark: reads.append(now_ms))
     config: Any = None
 
-    metrics.refresh(config, 1, lambda: None)  # the job's start
+    metrics.refresh(config, 1, lambda views: None)  # the job's start
     assert reads == [1] and not metrics.stale
     now[0] += 3
-    metrics.refresh(config, 2, lambda: None)  # a batch, 3 s later: skipped, owed
+    metrics.refresh(config, 2, lambda views: None)  # a batch, 3 s later: skipped, owed
     assert reads == [1] and metrics.stale
     now[0] += REFRESH_S
-    metrics.refresh(config, 3, lambda: None)  # the idle loop's call
+    metrics.refresh(config, 3, lambda views: None)  # the idle loop's call
     assert reads == [1, 3] and not metrics.stale
-    metrics.refresh(config, 4, lambda: None, force=True)
+    metrics.refresh(config, 4, lambda views: None, force=True)
     assert reads == [1, 3, 4]

@@ -13,13 +13,13 @@ from deltalake import write_deltalake
 from segcompact.backlog import manifest_dir, query_dir
 from segcompact.compaction.output import OUTPUT_NOT_WRITTEN
 from segcompact.config import CompactorConfig, load_config
+from segcompact.delta.sql import DeltaSql
 from segcompact.discovery import discover
 from segcompact.erasure.report import iso
 from segcompact.erasure.unread import ANY_TOPIC, BACKLOG, UNVERIFIED, findings
 from segcompact.format.batch import build_batch
 from segcompact.format.record import Record
 from segcompact.manifest import Manifest
-from segcompact.table_sql import DeltaSql
 from segcompact.unmerged import judged, unmerged
 from tests.support.config import write_config
 

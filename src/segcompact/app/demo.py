@@ -18,6 +18,7 @@ import shlex
 import shutil
 import sys
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +112,7 @@ def _run(
 ) -> Iterator[str]:
     from segcompact.clock import job_clock
     from segcompact.spark.job import Compactor
+    from segcompact.spark.table_reader import SparkSql
     from segcompact.status import read_status
 
     root = reset(config)
@@ -119,7 +121,7 @@ def _run(
     spark = session(config, jvm_output, app_name="segcompact-demo")
     compactor = Compactor(spark, config)
     compactor.run_once()
-    rows = read_status(config, compactor.clock.now_ms(), lambda: spark)
+    rows = read_status(config, compactor.clock.now_ms(), partial(SparkSql, spark))
     yield f"compacted state (Delta table {config.state.table}):"
     for row in rows:
         yield (
@@ -179,16 +181,17 @@ def segcompact_command(*, absolute: bool) -> str:
 def _sla_report(compactor: Any, config: CompactorConfig, config_path: str) -> Iterator[str]:
     """Every pending erasure of the topics with ``gdpr.deletion.sla.ms`` done now (``purge
     --force``; the demo's tables keep no removed file), then the deletion-SLA report."""
+    from segcompact.delta.sql import open_sql
     from segcompact.erasure.ledger_reads import ledger_rows, ledger_views
     from segcompact.erasure.report import build, text
     from segcompact.erasure.summary import scope
-    from segcompact.table_sql import open_sql
+    from segcompact.spark.table_reader import SparkSql
 
     done = compactor.upkeep(force=True)
     yield f"erasure (purge --force): {len(done.completed)} round(s) completed"
     for why in done.waiting:
         yield f"  waiting: {why}"
-    sql = open_sql(ledger_views(config), config.storage, lambda: compactor.spark)
+    sql = open_sql(ledger_views(config), config.storage, partial(SparkSql, compactor.spark))
     deletes, rounds = ledger_rows(sql)
     now = compactor.clock.now_ms()
     report = build(deletes, rounds, config.sla_ms, now, scope=scope(config, config_path))

@@ -8,13 +8,14 @@ is asked for.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from segcompact.config import CompactorConfig
+    from segcompact.delta.sql import SparkViews, TableSql
 
 
 def session(
@@ -37,15 +38,17 @@ def session(
     )
 
 
-def ensured(config: CompactorConfig, jvm_output: str | None) -> Callable[[], SparkSession]:
-    """How a read-only command gets a session when delta-rs cannot read the job's tables
-    (``segcompact.table_sql``): started on the first call, the tables created if missing."""
+def ensured(config: CompactorConfig, jvm_output: str | None) -> SparkViews:
+    """How a read-only command reads the job's tables when delta-rs cannot
+    (``segcompact.delta.sql``): by Spark's SQL, its session started on the first call, the
+    tables created if missing."""
 
-    def start() -> SparkSession:
+    def start(views: Mapping[str, str]) -> TableSql:
+        from segcompact.spark.table_reader import SparkSql
         from segcompact.spark.tables import Tables
 
         spark = session(config, jvm_output)
         Tables.of(config).ensure(spark)
-        return spark
+        return SparkSql(spark, views)
 
     return start

@@ -11,10 +11,10 @@ from segcompact.app.reply import Reply
 from segcompact.app.session import ensured
 from segcompact.app.upstream import upstream
 from segcompact.clock import job_clock
+from segcompact.delta.sql import open_sql
 from segcompact.erasure.ledger_reads import ledger_rows, ledger_views
 from segcompact.erasure.report import build, text
 from segcompact.erasure.summary import scope
-from segcompact.table_sql import open_sql
 from segcompact.unmerged import judged
 
 

@@ -13,6 +13,7 @@ from segcompact.app.reply import EXIT_DATA, Reply
 from segcompact.app.session import ensured
 from segcompact.app.upstream import upstream
 from segcompact.clock import job_clock
+from segcompact.delta.sql import open_sql
 from segcompact.erasure.keyhash import job_secret, key_hash
 from segcompact.erasure.ledger_reads import key_rows, key_views, partition_known
 from segcompact.erasure.report import iso
@@ -20,7 +21,6 @@ from segcompact.erasure.scan import scan_for_key
 from segcompact.erasure.unread import findings
 from segcompact.erasure.verdict import proof, text
 from segcompact.errors import UsageError
-from segcompact.table_sql import open_sql
 from segcompact.unmerged import cleared, unmerged
 
 

@@ -1,5 +1,5 @@
 """What ``sla`` and ``verify-erasure`` read: the deletion ledger's rows and one key's rows, by
-SQL (:mod:`segcompact.table_sql`: delta-rs without a JVM where it can open the tables).
+SQL (:mod:`segcompact.delta.sql`: delta-rs without a JVM where it can open the tables).
 
 Rows come out as dicts with times in epoch milliseconds (what :mod:`segcompact.erasure.report`
 takes). The key ``verify-erasure`` is asked about is in a read's filter only, never in a commit;
@@ -15,10 +15,9 @@ from typing import Any
 import pyarrow as pa
 
 from segcompact.config import CompactorConfig
-from segcompact.delta_native import sql_text
+from segcompact.delta.sql import NoTable, TableSql, sql_text
 from segcompact.erasure.report import iso
 from segcompact.erasure.verdict import Held
-from segcompact.table_sql import NoTable, TableSql
 
 DELETE = "delete"
 ROUND = "round"

@@ -203,8 +203,7 @@ class Eraser:
 
         marks, taken = {}, self._taken_marks()
         for r in read_rows(
-            self.tables.partitions.arrow(
-                self.spark,
+            self.tables.partitions.reader(self.spark).arrow(
                 ["topic", "partition", "erasure_from"],
                 pc.field("erasure_from").is_valid(),
             )
@@ -220,7 +219,9 @@ class Eraser:
             return [], stale
         # What the round must see vacuumed: not the partitions table or the ledger, which hold
         # no key or value (their latest commits, just before, would hold the round a cycle).
-        target = {n: t.version(self.spark) for n, t in self.tables.holding_records().items()}
+        target = {
+            n: t.reader(self.spark).version() for n, t in self.tables.holding_records().items()
+        }
         round_id = self._next_round()
         blank = dict.fromkeys(LEDGER_SCHEMA.fieldNames())
         rows = [
@@ -244,8 +245,7 @@ class Eraser:
 
     def _taken_marks(self) -> set[tuple[str, int, int]]:
         """The partitions' marks rounds have taken: (topic, partition, epoch ms)."""
-        rows = self.tables.ledger.arrow(
-            self.spark,
+        rows = self.tables.ledger.reader(self.spark).arrow(
             ["topic", "partition", "erasure_mark"],
             (pc.field("kind") == ROUND) & pc.field("erasure_mark").is_valid(),
         )
@@ -255,7 +255,7 @@ class Eraser:
         """The next round's id: one more than the ledger's newest (read once, then counted:
         one writer at a time)."""
         if self._last_round is None:
-            last = pc.max(self.tables.ledger.arrow(self.spark, ["round"]).column("round"))
+            last = pc.max(self.tables.ledger.reader(self.spark).arrow(["round"]).column("round"))
             self._last_round = last.as_py() or 0
         self._last_round += 1
         return self._last_round
@@ -266,8 +266,7 @@ class Eraser:
         yet erased."""
         if until is None:
             until = -1  # nothing expired yet: before every horizon
-        rows = self.tables.ledger.arrow(
-            self.spark,
+        rows = self.tables.ledger.reader(self.spark).arrow(
             ["topic", "partition", "horizon"],
             (pc.field("kind") == DELETE)
             & (pc.field("horizon") <= pa.scalar(until * 1000, pa.timestamp("us", tz="UTC")))
@@ -300,7 +299,7 @@ class Eraser:
 
     def _open_rounds(self) -> list[dict[str, Any]]:
         where = (pc.field("kind") == ROUND) & pc.field("completed_at").is_null()
-        return read_rows(self.tables.ledger.arrow(self.spark, where=where))
+        return read_rows(self.tables.ledger.reader(self.spark).arrow(where=where))
 
     def _purge(self, rounds: list[dict[str, Any]], now: int) -> None:
         """Rewrite the files with deletion vectors: their deleted rows are still in them. The
@@ -311,7 +310,7 @@ class Eraser:
         if not todo:
             return
         for name, table in self.tables.holding_records().items():
-            if table.properties(self.spark).get(_DV, "false").lower() == "true":
+            if table.reader(self.spark).properties().get(_DV, "false").lower() == "true":
                 purged = purge_deleted_rows(self.spark, table)
                 for r in todo:
                     r["table_versions"] = {**r["table_versions"], name: purged}
@@ -349,7 +348,8 @@ class Eraser:
         wall = time.time_ns() // 1_000_000
         covered: dict[str, int] = {}
         for name, table in self.tables.all().items():
-            last = table.version(self.spark)
+            before = table.reader(self.spark)
+            last = before.version()
             if self._clean.get(name) == last:
                 covered[name] = last  # nothing committed since a VACUUM left it clean
                 continue
@@ -358,14 +358,15 @@ class Eraser:
                 default=last,
             )
             if self.retention_ms == 0:
-                _after(table.commit_times(self.spark, last)[last])  # the cutoff is after it
+                _after(before.commit_times(last)[last])  # the cutoff is after it
                 wall = max(wall, time.time_ns() // 1_000_000)
             table.vacuum(self.spark)
             cutoff = wall - self.retention_ms
-            times = table.commit_times(self.spark, since)
+            after = table.reader(self.spark)  # VACUUM logs commits of its own
+            times = after.commit_times(since)
             covered[name] = max((v for v, ms in times.items() if ms < cutoff), default=since - 1)
             if covered[name] >= last:
-                self._clean[name] = table.version(self.spark)  # VACUUM logs commits of its own
+                self._clean[name] = after.version()
         now = self.clock.now_ms()
         for r in rounds:
             if r["vacuumed_at"] is not None:

@@ -13,6 +13,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from types import FrameType
 from typing import Any
 
@@ -24,6 +25,7 @@ from segcompact.backlog import Backlog, QueryLog, manifest_dir, query_dir
 from segcompact.clock import Clock, job_clock
 from segcompact.compaction.reduce import Rankings
 from segcompact.config import CompactorConfig
+from segcompact.delta.sql import DeltaSql, NoTable
 from segcompact.erasure.keyhash import job_secret
 from segcompact.errors import SegcompactError, root_cause
 from segcompact.manifest import Manifest
@@ -37,9 +39,9 @@ from segcompact.spark.materialize import Materializer
 from segcompact.spark.merge import BatchMerger
 from segcompact.spark.metrics_source import SparkMetrics
 from segcompact.spark.source import NAME, SourceOptions, register
+from segcompact.spark.table_reader import SparkSql
 from segcompact.spark.tables import Tables
 from segcompact.spark.upkeep import Upkeep
-from segcompact.table_sql import DeltaSql, NoTable
 from segcompact.timing import timed
 
 
@@ -230,7 +232,7 @@ class Compactor:
         if self.materializer.last_recopy is not None:
             self.metrics.materialized(*self.materializer.last_recopy)
         try:
-            self.metrics.refresh(self.config, self.clock.now_ms(), lambda: self.spark)
+            self.metrics.refresh(self.config, self.clock.now_ms(), partial(SparkSql, self.spark))
             if self.spark_metrics is not None:
                 self.spark_metrics.update(self.metrics.registry)
         except Exception as e:  # metrics must not stop compaction

@@ -28,17 +28,16 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from segcompact import delta_native
 from segcompact.clock import Clock
 from segcompact.compaction.output import OUTPUT_NOT_WRITTEN, ROWS, PartitionWriter, record_sizes
 from segcompact.compaction.rules import is_young
 from segcompact.compaction.triggers import Reason, decision
 from segcompact.config import CompactorConfig, TombstoneMode
-from segcompact.delta_native import Pinned
+from segcompact.delta.pinned import SORT_MEMORY, Pinned, SortError, partitions_log
 from segcompact.format.attributes import Compression, RecordAttr
 from segcompact.publication import Output, OutputFile, Publication, new_version_directory
 from segcompact.spark.frames import local_frame
-from segcompact.spark.partitions import of_partitions
+from segcompact.spark.table_reader import of_partitions
 from segcompact.spark.tables import RECORD_FIELDS, SOURCE_AS_IS, Tables, session_settings
 from segcompact.storage import Storage
 from segcompact.timing import timed
@@ -239,7 +238,7 @@ def write_pinned(
     for batch in ids:
         for i in batch.column("id").to_pylist():
             group = {(p.topic, p.partition): p for p in groups[i]}
-            log_rows = delta_native.partitions_log(
+            log_rows = partitions_log(
                 state_table, young_table, list(group), _ROW_COLUMNS, memory=memory, spill=spill
             )
             # DataFusion's own types (string views) and column order, as the writer takes them.
@@ -257,7 +256,7 @@ def write_pinned(
                     row = result.to_pylist()[0]
                     written.add((row["topic"], row["partition"]))
                     yield result
-            except delta_native.SortError as e:
+            except SortError as e:
                 for tp in group.keys() - written:
                     unread = f"{tp[0]}-{tp[1]}: {e}"
                     yield _result({"topic": tp[0], "partition": tp[1], "unread": unread})
@@ -353,7 +352,7 @@ class Materializer:
         plans = []
         self.uncleanable = {}
         published: dict[tuple[str, int], int] | None = None
-        for r in self.tables.partitions.arrow(self.spark, where=where).to_pylist():
+        for r in self.tables.partitions.reader(self.spark).arrow(where=where).to_pylist():
             tp = (r["topic"], r["partition"])
             if r["uncleanable_reason"] is not None:
                 self.uncleanable[tp] = r["uncleanable_reason"]
@@ -452,10 +451,13 @@ class Materializer:
         the JVM) where delta-rs opens both tables, else by Spark. A partition delta-rs could
         not read (DataFusion's sort out of memory, a feature delta-rs lacks) is written again,
         read by Spark, in a fresh version directory."""
-        state, young = self.tables.state.pinned(self.spark), self.tables.young.pinned(self.spark)
+        state, young = (
+            self.tables.state.reader(self.spark).pinned(),
+            self.tables.young.reader(self.spark).pinned(),
+        )
         if state is None or young is None:
             return list(plans), self._write_from_spark(plans)
-        memory = delta_native.SORT_MEMORY
+        memory = SORT_MEMORY
         # Two groups a core: a straggler's share stays small.
         grouped = groups(plans, 2 * self.spark.sparkContext.defaultParallelism)
         written = self.spark.range(0, len(grouped), 1, len(grouped)).mapInArrow(

@@ -38,12 +38,12 @@ from segcompact.spark.partitions import (
     batch_stats,
     mark_erasure,
     merge_batch_stats,
-    of_partitions,
 )
 from segcompact.spark.read_committed import Transactions, read_committed
 from segcompact.spark.rules import classify, per_topic, rank_by_topic, young
 from segcompact.spark.scan import Kind, Scan, at_or_above_log_start, scan
 from segcompact.spark.small_files import compact_small_files
+from segcompact.spark.table_reader import of_partitions
 from segcompact.spark.tables import (
     SOURCE_AS_IS,
     STATE_SCHEMA,
@@ -213,8 +213,8 @@ class BatchMerger:
         writes the state first, and a replayed batch skips what it wrote), and their log
         starts, read now into a small local DataFrame: by delta-rs where it can, as planning a
         Delta scan of the table costs seconds of Spark jobs in a fresh JVM."""
-        rows = self.tables.partitions.arrow(
-            self.spark, columns=["topic", "partition", "log_start_offset"]
+        rows = self.tables.partitions.reader(self.spark).arrow(
+            columns=["topic", "partition", "log_start_offset"]
         )
         columns = [rows.column(name).to_pylist() for name in rows.column_names]
         starts = list(zip(*columns, strict=True))
@@ -232,7 +232,7 @@ class BatchMerger:
     def expire(self, now_ms: int) -> None:
         """KIP-534: tombstones whose delete horizon has passed leave the state table (no
         DELETE, seconds of Spark job, while the files' statistics say none has)."""
-        if self.tables.state.may_hold_until(self.spark, "delete_horizon", now_ms):
+        if self.tables.state.reader(self.spark).may_hold_until("delete_horizon", now_ms):
             self.tables.state.delta(self.spark).delete(
                 F.col("tombstone") & (F.col("delete_horizon") <= timestamp(now_ms))
             )
@@ -243,7 +243,7 @@ class BatchMerger:
         first segment that holds a record younger than ``min.compaction.lag.ms`` (Kafka's first
         uncleanable offset, ``compaction.rules.first_uncleanable_offset``)."""
         if self._young_may_hold is None:
-            self._young_may_hold = self.tables.young.may_hold_rows(self.spark)
+            self._young_may_hold = self.tables.young.reader(self.spark).may_hold_rows()
         if not self._young_may_hold:
             return
         waiting = self.tables.young.read(self.spark)
@@ -423,7 +423,7 @@ class BatchMerger:
                 tombstones,
                 erased,
                 self.secret,
-                state_version=self.tables.state.version(self.spark),
+                state_version=self.tables.state.reader(self.spark).version(),
                 now=now,
                 batch=ledger_write,
             )

@@ -9,9 +9,7 @@ and :func:`merge_batch_stats` adds those to the table. Whether a partition is du
 
 from __future__ import annotations
 
-import functools
-import operator
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -33,23 +31,6 @@ _STATS_DDL = (
     "compression int, keyless_records long, bad_version_headers long"
 )
 _STATS_COLUMNS = [part.split()[0] for part in _STATS_DDL.split(", ")]
-
-
-def of_partitions(partitions: Collection[tuple[str, int]], table: str = "") -> Column:
-    """The rows of these (topic, partition) pairs, by columns prefixed ``table`` (``"t."`` for a
-    MERGE's target): Delta reads only those partitions' files."""
-    by_topic: dict[str, set[int]] = {}
-    for name, partition in partitions:
-        by_topic.setdefault(name, set()).add(partition)
-    if not by_topic:
-        return F.lit(True)  # every file: never a condition that matches nothing
-    return functools.reduce(
-        operator.or_,
-        (
-            (F.col(f"{table}topic") == F.lit(name)) & F.col(f"{table}partition").isin(sorted(ps))
-            for name, ps in sorted(by_topic.items())
-        ),
-    )
 
 
 def candidate_bytes() -> Column:

@@ -35,8 +35,8 @@ from typing import Any
 from py4j.java_gateway import JavaClass
 from pyspark.sql import DataFrame, SparkSession
 
+from segcompact.spark.table_reader import qualify
 from segcompact.spark.tables import Table
-from segcompact.table_sql import qualify
 
 # Delta's target size of a file OPTIMIZE and REORG write (and its default, 1 GiB).
 MAX_FILE_SIZE = "spark.databricks.delta.optimize.maxFileSize"
@@ -51,7 +51,7 @@ def purge_deleted_rows(spark: SparkSession, table: Table) -> int:
     assert jvm is not None
     if not open_source_delta(spark):
         spark.sql(f"REORG TABLE {table.sql_name(spark)} APPLY (PURGE)")
-        return table.version(spark)
+        return table.reader(spark).version()
     delta_log, catalog_table = _open(spark, table)
     txn = delta_log.startTransaction(catalog_table, jvm.scala.Option.empty())
     snapshot = txn.snapshot()

@@ -20,12 +20,9 @@ import logging
 from collections.abc import Collection
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
-from segcompact import delta_native
-from segcompact.delta_native import LAYOUT
+from segcompact.delta.native import LAYOUT
 from segcompact.format.logdir import is_topic_name
-from segcompact.spark.partitions import of_partitions
 from segcompact.spark.tables import Table, session_settings
 from segcompact.timing import timed
 
@@ -49,7 +46,7 @@ def compact_small_files(
     if not partitions:
         return
     least = int(spark.conf.get(MIN_FILES, "50") or 50)
-    width, counts = _small_files(spark, table, partitions)
+    width, counts = table.reader(spark).small_files(SMALL_BYTES, partitions)
     # Kafka's topic names need no quoting in SQL; another name is left uncompacted.
     due = sorted(
         values
@@ -69,32 +66,3 @@ def compact_small_files(
 
 def _equals(column: str, value: object) -> str:
     return f"{column} = '{value}'" if column == "topic" else f"{column} = {int(str(value))}"
-
-
-def _small_files(
-    spark: SparkSession, table: Table, partitions: Collection[tuple[str, int]]
-) -> tuple[int, dict[tuple[object, ...], int]]:
-    """How many of the table's partition columns lead :data:`LAYOUT` (``topic``, or ``topic``
-    and ``partition``; 0 for any other layout), and per table partition, its files under
-    ``SMALL_BYTES``."""
-    try:
-        native = table.native(spark)
-        if native is not None:
-            return delta_native.small_files(native, SMALL_BYTES)
-    except delta_native.DeltaError:
-        pass  # a protocol feature delta-rs lacks: Spark counts
-    detail = table.delta(spark).detail().select("partitionColumns").first()
-    width = delta_native.layout_width(list(detail[0] or []) if detail is not None else [])
-    if not width:
-        return 0, {}
-    by = list(LAYOUT[:width])
-    files = (
-        table.read(spark)
-        .where(of_partitions(partitions))
-        .select(*by, "_metadata.file_path", "_metadata.file_size")
-        .where(F.col("file_size") < SMALL_BYTES)
-        .distinct()
-        .groupBy(*by)
-        .count()
-    )
-    return width, {tuple(r[c] for c in by): r["count"] for r in files.collect()}

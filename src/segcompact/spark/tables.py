@@ -7,26 +7,25 @@ and other catalogs, by a catalog name such as ``main.segcompact.state``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import pyarrow as pa
-import pyarrow.compute as pc
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from segcompact import delta_native
-from segcompact.clock import epoch_ms
 from segcompact.config import CompactorConfig, is_table_name
 from segcompact.config.sla import DAY_MS, retention_ms
+from segcompact.delta.native import NativeReader
+from segcompact.delta.reader import TableReader
 from segcompact.erasure.schedule import EXPIRED, STAGES
 from segcompact.errors import ConfigError
+from segcompact.spark import table_reader
 from segcompact.spark.frames import local_frame
+from segcompact.spark.table_reader import delta_table, qualify
 from segcompact.storage import Storage
-from segcompact.table_sql import qualify
 
 HEADERS = T.ArrayType(
     T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())])
@@ -171,7 +170,8 @@ class Table:
         ``properties`` set. An existing table must have the schema's columns and types; nullable
         columns added by a later segcompact are added to it. An existing table on a file system
         delta-rs reads is checked without a Spark job."""
-        have = self._existing_schema(spark)
+        text = self.reader(spark).schema_json()
+        have = None if text is None else T.StructType.fromJson(json.loads(text))
         if have is None:
             builder = DeltaTable.createIfNotExists(spark).addColumns(self.schema)
             if self.partition_by:
@@ -203,15 +203,8 @@ class Table:
         if properties:
             self._set_properties(spark, properties)
 
-    def _existing_schema(self, spark: SparkSession) -> T.StructType | None:
-        """The schema of the table as delta-rs reads it; None when there is none yet or
-        delta-rs cannot read it (Spark then creates or reads it)."""
-        where = self._native_location(spark)
-        text = None if where is None else delta_native.schema_json(*where)
-        return None if text is None else T.StructType.fromJson(json.loads(text))
-
     def _set_properties(self, spark: SparkSession, properties: Mapping[str, str]) -> None:
-        current = self.properties(spark)
+        current = self.reader(spark).properties()
         if current.get("delta.appendOnly", "false").lower() == "true":
             raise ConfigError(
                 f"{self.name}: table property delta.appendOnly = true keeps every value forever, "
@@ -222,88 +215,15 @@ class Table:
             pairs = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(changed.items()))
             spark.sql(f"ALTER TABLE {self.sql_name(spark)} SET TBLPROPERTIES ({pairs})")
 
-    def native(self, spark: SparkSession) -> delta_native.DeltaTable | None:
-        """The table through delta-rs, for reading, when it is a path on a file system delta-rs
-        is given (local, S3); else None (a catalog name, another store: Spark reads it)."""
-        where = self._native_location(spark)
-        return None if where is None else delta_native.open_table(*where)
-
-    def pinned(self, spark: SparkSession) -> delta_native.Pinned | None:
-        """The table's newest version for delta-rs to read on executors; None when delta-rs
-        cannot open it (as :meth:`native`)."""
-        where = self._native_location(spark)
-        if where is None:
-            return None
-        try:
-            version = int(delta_native.open_table(*where).version())
-        except delta_native.DeltaError:
-            return None
-        return delta_native.Pinned(*where, version)
-
-    def _native_location(self, spark: SparkSession) -> tuple[str, dict[str, str]] | None:
-        """Where and how delta-rs opens the table; None when it cannot."""
-        if not self.is_path:
-            return None
-        return delta_native.native_location(qualify(spark, self.name), self.storage)
-
-    def version(self, spark: SparkSession) -> int:
-        """The table's newest version."""
-        native = self.native(spark)
-        if native is not None:
-            return int(native.version())
-        row = self.delta(spark).history(1).select("version").first()
-        return int(row[0]) if row is not None else 0
-
-    def properties(self, spark: SparkSession) -> dict[str, str]:
-        native = self.native(spark)
-        if native is not None:
-            return dict(native.metadata().configuration)
-        detail = self.delta(spark).detail().select("properties").first()
-        return dict(detail[0] or {}) if detail is not None else {}
-
-    def commit_times(self, spark: SparkSession, since: int) -> dict[int, int]:
-        """Each commit's time in epoch ms, from version ``since`` on."""
-        native = self.native(spark)
-        if native is not None:
-            return delta_native.commit_times(native, since)
-        rows = (
-            self.delta(spark)
-            .history()
-            .where(F.col("version") >= since)
-            .select("version", F.unix_millis("timestamp"))
-            .collect()
-        )
-        return {int(r[0]): int(r[1]) for r in rows}
-
-    def may_hold_rows(self, spark: SparkSession) -> bool:
-        """False only when the table has no data file (read by delta-rs where it can, else
-        by a Spark job)."""
-        native = self.native(spark)
-        files = None if native is None else delta_native.file_count(native)
-        if files is not None:
-            return files > 0
-        return not self.read(spark).isEmpty()
-
-    def may_hold_until(self, spark: SparkSession, column: str, ms: int) -> bool:
-        """Whether a live row's timestamp ``column`` may be at or before ``ms``: False only
-        when the files' statistics (read by delta-rs) say that none is."""
-        native = self.native(spark)
-        if native is None:
-            return True
-        try:
-            least = delta_native.smallest(native, column)
-        except LookupError:
-            return True
-        least_ms = epoch_ms(least)
-        return least_ms is not None and least_ms <= ms
+    def reader(self, spark: SparkSession) -> TableReader:
+        """The table's reader now: delta-rs where it opens the table, else Spark."""
+        return table_reader.reader(spark, self.name, self.storage)
 
     def vacuum(self, spark: SparkSession) -> None:
-        """VACUUM under the table's own retention, with Delta's retention check on."""
-        native = self.native(spark)
-        # delta-rs writes VACUUM's commits only on local disks: on an object store its commit
-        # would not go through the LogStore Spark's commits use.
-        local = native is not None and delta_native.local_path(qualify(spark, self.name))
-        if not local or native is None or not delta_native.vacuum(native):
+        """VACUUM under the table's own retention, with Delta's retention check on: by delta-rs
+        where it may (:meth:`NativeReader.vacuum`), else by Spark."""
+        read = self.reader(spark)
+        if not (isinstance(read, NativeReader) and read.vacuum()):
             self.delta(spark).vacuum()
 
     def sql_name(self, spark: SparkSession) -> str:
@@ -311,29 +231,10 @@ class Table:
         return f"delta.`{qualify(spark, self.name)}`" if self.is_path else self.name
 
     def delta(self, spark: SparkSession) -> DeltaTable:
-        if self.is_path:
-            return DeltaTable.forPath(spark, qualify(spark, self.name))
-        return DeltaTable.forName(spark, self.name)
+        return delta_table(spark, self.name)
 
     def read(self, spark: SparkSession) -> DataFrame:
         return self.delta(spark).toDF()
-
-    def arrow(
-        self,
-        spark: SparkSession,
-        columns: Sequence[str] | None = None,
-        where: pc.Expression | None = None,
-    ) -> pa.Table:
-        """The live rows matching ``where`` (``columns`` of them) in the driver, for the small
-        reads of every batch and upkeep: by delta-rs in milliseconds where it can, else by
-        Spark (the whole table, then filtered here)."""
-        native = self.native(spark)
-        rows = None if native is None else delta_native.read(native, columns, where)
-        if rows is not None:
-            return rows
-        rows = self.read(spark).toArrow()
-        rows = rows if where is None else rows.filter(where)
-        return rows if columns is None else rows.select(list(columns))
 
     def overwrite(self, df: DataFrame, *, app_id: str, version: int) -> None:
         """Replace the table's rows; skipped if this (app_id, version) was written already."""

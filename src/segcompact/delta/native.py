@@ -1,0 +1,204 @@
+"""Delta tables read by delta-rs, without the JVM (and vacuumed, on local disks).
+
+Opening a table, its version, properties and commit times, reading a small table's rows, and
+VACUUM take milliseconds here against a second or more of Spark jobs each, which every upkeep
+pays for several tables. Spark writes the tables; delta-rs only reads them and, for VACUUM,
+removes files and logs the ``VACUUM START``/``VACUUM END`` commits Delta's own VACUUM logs.
+
+:func:`open_reader` chooses the engine of a table once, from its location: delta-rs where it
+opens it, else Spark. A table delta-rs opens but whose rows it cannot read (a protocol feature it
+lacks) is read by the Spark reader it was given, for those reads only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable, QueryBuilder
+from deltalake.exceptions import DeltaError, TableNotFoundError
+
+from segcompact.clock import epoch_ms
+from segcompact.delta.location import local_path, native_location
+from segcompact.delta.pinned import Pinned
+
+if TYPE_CHECKING:
+    from segcompact.delta.reader import TableReader
+    from segcompact.storage import Storage
+
+
+def open_reader(location: str, storage: Storage, spark: TableReader) -> TableReader:
+    """The reader of the table at ``location`` (a path or a catalog name): delta-rs where it
+    opens the table, else ``spark`` (which also reads what delta-rs then fails to read)."""
+    where = native_location(location, storage)
+    return spark if where is None else NativeReader(*where, spark)
+
+
+# The table partitions segcompact compacts: a topic (the state's and the young table's layout),
+# or a Kafka partition (their layout in earlier segcompacts, still read and compacted).
+LAYOUT = ("topic", "partition")
+
+
+def layout_width(partition_columns: Sequence[str]) -> int:
+    """How many of :data:`LAYOUT`'s columns a table is partitioned by: 0 when partitioned
+    otherwise (a table made so before segcompact: its layout is its owner's)."""
+    width = len(partition_columns)
+    return width if 0 < width <= len(LAYOUT) and tuple(partition_columns) == LAYOUT[:width] else 0
+
+
+class NativeReader:
+    """A :class:`~segcompact.delta.reader.TableReader` by delta-rs: the table is opened at the
+    first read, once. ``otherwise`` reads what delta-rs cannot (Spark)."""
+
+    def __init__(self, location: str, options: dict[str, str], otherwise: TableReader) -> None:
+        self.location = location
+        self.options = options
+        self.otherwise = otherwise
+        self._table: DeltaTable | None = None
+
+    @property
+    def table(self) -> DeltaTable:
+        if self._table is None:
+            self._table = DeltaTable(self.location, storage_options=self.options or None)
+        return self._table
+
+    def schema_json(self) -> str | None:
+        try:
+            return str(self.table.schema().to_json())
+        except TableNotFoundError:
+            return None
+        except DeltaError:  # a log delta-rs cannot read
+            return self.otherwise.schema_json()
+
+    def version(self) -> int:
+        return int(self.table.version())
+
+    def properties(self) -> dict[str, str]:
+        return dict(self.table.metadata().configuration)
+
+    def commit_times(self, since: int) -> dict[int, int]:
+        newest = self.table.version()
+        if newest < since:
+            return {}
+        return {
+            int(h["version"]): int(h["timestamp"])
+            for h in self.table.history(newest - since + 1)
+            if "version" in h and "timestamp" in h
+        }
+
+    def arrow(
+        self, columns: Sequence[str] | None = None, where: pc.Expression | None = None
+    ) -> pa.Table:
+        """A table with deletion vectors, which delta-rs' Arrow dataset refuses, is read through
+        its SQL engine (DataFusion applies them); Spark reads what neither can."""
+        try:
+            dataset = self.table.to_pyarrow_dataset()
+        except DeltaError:
+            rows = self._read_by_sql(columns, where)
+            return self.otherwise.arrow(columns, where) if rows is None else rows
+        # Arrow's scan threads may still be winding down when the interpreter exits
+        # (std::terminate aborts the process then, seen with `run --once`): these reads are
+        # small, one thread does.
+        return dataset.to_table(
+            columns=None if columns is None else list(columns), filter=where, use_threads=False
+        )
+
+    def _read_by_sql(
+        self, columns: Sequence[str] | None, where: pc.Expression | None
+    ) -> pa.Table | None:
+        try:
+            query = QueryBuilder().register("t", self.table)
+            rows = pa.RecordBatchReader.from_stream(query.execute("SELECT * FROM t")).read_all()
+        except DeltaError:
+            return None
+        # DataFusion's own types (string views) and column order, as the Arrow reader gives them.
+        schema = pa.schema(self.table.schema().to_arrow())
+        rows = rows.select(schema.names).cast(schema)
+        rows = rows if where is None else rows.filter(where)
+        return rows if columns is None else rows.select(list(columns))
+
+    def may_hold_rows(self) -> bool:
+        try:
+            return int(pa.table(self.table.get_add_actions(flatten=True)).num_rows) > 0
+        except DeltaError:
+            return self.otherwise.may_hold_rows()
+
+    def may_hold_until(self, column: str, ms: int) -> bool:
+        try:
+            least = smallest(self.table, column)
+        except (LookupError, DeltaError):  # no statistics, or a log delta-rs cannot read
+            return True
+        least_ms = epoch_ms(least)
+        return least_ms is not None and least_ms <= ms
+
+    def small_files(
+        self, below: int, partitions: Collection[tuple[str, int]]
+    ) -> tuple[int, dict[tuple[Any, ...], int]]:
+        """Every table partition's count, from the log."""
+        try:
+            width = layout_width(list(self.table.metadata().partition_columns))
+            if not width:
+                return 0, {}
+            files = pa.table(self.table.get_add_actions(flatten=True))
+        except DeltaError:  # a protocol feature delta-rs lacks
+            return self.otherwise.small_files(below, partitions)
+        by = [f"partition.{c}" for c in LAYOUT[:width]]
+        small = files.filter(pc.field("size_bytes") < below)
+        counts = small.group_by(by).aggregate([([], "count_all")])
+        return width, {
+            tuple(_typed(c, r[f"partition.{c}"]) for c in LAYOUT[:width]): r["count_all"]
+            for r in counts.to_pylist()
+        }
+
+    def pinned(self) -> Pinned | None:
+        try:
+            version = int(self.table.version())
+        except DeltaError:
+            return None
+        return Pinned(self.location, self.options, version)
+
+    def vacuum(self) -> bool:
+        """VACUUM with the table's own ``delta.deletedFileRetentionDuration`` and the retention
+        check on, files unknown to the log included (what a failed write left). False when
+        delta-rs should not: on an object store (its commit would not go through the LogStore
+        Spark's commits use), a protocol it cannot write, or files it may not know (Spark's
+        VACUUM then does it).
+
+        A table with reader features is refused: delta-rs (1.6) does not count a deletion
+        vector's file as live and would delete the live ones older than the retention."""
+        if local_path(self.location) is None or self.table.protocol().reader_features:
+            return False
+        try:
+            self.table.vacuum(dry_run=False, enforce_retention_duration=True, full=True)
+        except DeltaError:
+            return False
+        return True
+
+
+def _typed(column: str, value: Any) -> Any:
+    return value if column == "topic" else int(value)
+
+
+def smallest(table: DeltaTable, column: str) -> Any:
+    """The smallest non-null value of the top-level ``column`` among the live rows, from the
+    files' statistics in the log (no data file is read); None when no row holds one. Raises
+    ``LookupError`` when a file that may hold one has no statistics for it."""
+    try:
+        files = pa.table(table.get_add_actions(flatten=True))
+    except DeltaError as e:
+        raise LookupError(str(e)) from e
+    least, nulls = f"min.{column}", f"null_count.{column}"
+    if files.num_rows == 0:
+        return None
+    if least not in files.column_names or nulls not in files.column_names:
+        raise LookupError(f"no statistics for {column}")
+    unknown = pc.field(least).is_null() & (
+        pc.field(nulls).is_null()
+        | pc.field("num_records").is_null()
+        | (pc.field(nulls) < pc.field("num_records"))
+    )
+    if files.filter(unknown).num_rows:
+        raise LookupError(f"a file without statistics for {column}")
+    return pc.min(files.column(least)).as_py()
