@@ -347,8 +347,8 @@ class BatchMerger:
             best = (
                 best.repartition("topic", "partition", "key")
                 .groupBy("topic", "partition", "key")
-                .agg(F.max_by(F.struct(*fields), F.col("rank")).alias("w"))
-                .select("topic", "partition", "key", "w.*")
+                .agg(F.max_by(F.struct(*fields), F.col("rank")).alias("winner"))
+                .select("topic", "partition", "key", "winner.*")
             )
         retention_ms = per_topic(topic, topics, lambda c: F.lit(c.delete_retention_ms))
         source = best.select(
