@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 from segcompact.spark.session import get_spark
 from tests.support.minio import MinioServer
 from tests.support.spark import JVM_OPTIONS
+from tests.support.suite_order import rank
 
 # No test asserts a time: hypothesis's per-example deadline (200 ms) failed examples on a
 # loaded two-core machine, where a property that touches the disk may wait on another process.
@@ -30,6 +31,13 @@ def pytest_configure(config: pytest.Config) -> None:
     cache = tempfile.mkdtemp(prefix="segcompact-test-cache-")
     os.environ["XDG_CACHE_HOME"] = cache
     atexit.register(shutil.rmtree, cache, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slowest directories' files first (``tests/support/suite_order.py``); a file's tests
+    stay together and in their order."""
+    tests = Path(__file__).parent
+    items.sort(key=lambda item: rank(item.path, tests))
 
 
 @pytest.fixture(scope="session")
