@@ -14,6 +14,8 @@ MINIO := .tools/bin/minio
 PYTEST_ARGS ?=
 # The suite runs on this many processes (pytest-xdist), a test file each at a time: a file's
 # tests share its fixtures. Each process starts its own Spark session when a test asks for one.
+# Files are handed out in collection order, the slowest directories' first
+# (tests/support/suite_order.py), so that the run ends on short unit-test files.
 TEST_WORKERS ?= 2
 
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
@@ -130,7 +132,8 @@ chaos: setup $(MINIO)
 test: setup chromium $(KAFKA_JARS) $(MINIO) crds fuzzers
 	$(BIN)/ruff check src tests streaming
 	$(BIN)/mypy
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=10 $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=10 \
+	  $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python -m tests.benchmarks.decode --size-mib 256

@@ -64,10 +64,10 @@ COUNTERS = (
 )
 
 
-def _small_log(root: Path, seed: int, topics: list[str]) -> Log:
+def _small_log(root: Path, seed: int, topics: list[str], records: int = 40) -> Log:
     """Segments of two batches each: a few segments per partition, each a micro-batch; the
     seeds are chosen so that each partition's first segment leaves a row in state."""
-    log = write_log(root, seed, topics=topics, partitions=1, records=40, batches_per_segment=2)
+    log = write_log(root, seed, topics=topics, partitions=1, records=records, batches_per_segment=2)
     config = load_config(write_config(root.parent / "premise", [log.root]))
     for tp, paths in log.rolled().items():
         assert model_of(config, log.records({tp: paths[:1]}), now_ms=0).state, tp
@@ -92,7 +92,9 @@ def _counters(spark: SparkSession, config: CompactorConfig) -> dict[Any, tuple[A
 def test_kill_in_the_middle_of_a_batch_then_once_finishes_the_job(
     spark: SparkSession, tmp_path: Path, spark_conf_dir: Path
 ) -> None:
-    log = _small_log(tmp_path / "in", 2, ["orders", "users"])
+    # Two rolled segments a partition: four micro-batches, three after the first to be
+    # caught in (fewer segments, fewer batches for both runs to go through).
+    log = _small_log(tmp_path / "in", 2, ["orders", "users"], records=30)
     batches = sum(len(paths) for paths in log.rolled().values())
     assert batches >= 4
     work = tmp_path / "killed"

@@ -150,15 +150,9 @@ def test_every_location_on_s3(minio: MinioServer, tmp_path: Path, spark_conf_dir
     records, versions = _output(config)
     assert records == model_output(last)
 
-    # 3. materialize --force publishes a new version of every partition.
-    before = versions
-    cli("materialize", "--config", config_path, "--force")
-    records, versions = _output(config)
-    assert versions == {tp: v + 1 for tp, v in before.items()}
-    assert records == model_output(last)
-
-    # 4. A kill -9 after a version's files are written, before its manifest: the previous
-    #    version stays the published one and readable; the next run publishes and cleans up.
+    # 3. A kill -9 after a version's files are written, before its manifest: the previous
+    #    version stays the published one and readable; the next materialize --force publishes
+    #    a new version of every partition, the same records, and cleans up.
     _killed_in_publication(config_path, tmp_path, spark_conf_dir, env)
     assert _output(config) == (records, versions)
     output = Output(config.output.path, config.storage)
@@ -171,7 +165,7 @@ def test_every_location_on_s3(minio: MinioServer, tmp_path: Path, spark_conf_dir
     assert records == model_output(last)
     assert len(output.fs.list_dir(output.join(".versions", f"{tp[0]}-{tp[1]}"))) == 1
 
-    # 5. export copies the published versions into a Kafka log dir.
+    # 4. export copies the published versions into a Kafka log dir.
     exported = tmp_path / "exported"
     cli("export", "--config", config_path, "--to", exported)
     for (topic, partition), expected in records.items():
@@ -184,7 +178,7 @@ def test_every_location_on_s3(minio: MinioServer, tmp_path: Path, spark_conf_dir
         ]
         assert got == expected
 
-    # 6. delete-records (KIP-107) moves a log start offset, on S3 as anywhere.
+    # 5. delete-records (KIP-107) moves a log start offset, on S3 as anywhere.
     topic, partition = tp
     offsets = tmp_path / "offsets.json"
     offsets.write_text(
@@ -195,7 +189,7 @@ def test_every_location_on_s3(minio: MinioServer, tmp_path: Path, spark_conf_dir
     out = cli("delete-records", "--config", config_path, "--offset-json-file", offsets)
     assert f"partition: {topic}-{partition}\tlow_watermark: 5" in out
 
-    # 7. Damaged objects stay in their partition: each is marked uncleanable, its good segment
+    # 6. Damaged objects stay in their partition: each is marked uncleanable, its good segment
     #    is compacted, and no other partition changes.
     state = _compared(_state(config))
     reasons = _upload_damaged(minio, bucket)
