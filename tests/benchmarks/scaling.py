@@ -13,7 +13,9 @@ the Python workers and the cluster's own JVMs share with the executors, two exec
 have a core each to themselves: the figure says what this machine gives, and is printed,
 never asserted.
 
-Beside the run's wall time it reads Spark's event log: the time some stage ran (the union of
+Beside the run's wall time it reads the machine's busy CPU time (``/proc/stat``: the driver,
+the executors and their Python workers, which are not the driver's children) and Spark's event
+log: the time some stage ran (the union of
 the stages' spans, so the executors' share of the run) and the task-seconds in them. Their ratio
 says whether the distributed part scales, apart from the driver's fixed cost around it.
 """
@@ -21,6 +23,7 @@ says whether the distributed part scales, apart from the driver's fixed cost aro
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -64,6 +67,14 @@ def stage_seconds(events: Path) -> tuple[float, float]:
     return busy / 1000, task_ms / 1000
 
 
+def busy_core_seconds() -> float:
+    """The machine's CPU time not idle since boot, every core's, in seconds (``/proc/stat``)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def runs(
     log_root: Path, work: Path, workers: int, repeat: int, spark_conf_dir: Path
 ) -> dict[str, float]:
@@ -85,15 +96,18 @@ def runs(
                 "spark.eventLog.rolling.enabled": "false",
             }
             config = write_config(job, [log_root], rolled_only=False, spark=spark)
+            before = busy_core_seconds()
             wall = float(run_once(config, job, spark_conf_dir)["wall_s"])
+            busy = busy_core_seconds() - before
             stages, tasks = stage_seconds(events)
             print(
                 f"  {workers} executor(s), run {n + 1}: {wall:.1f} s, stages running "
-                f"{stages:.1f} s, tasks {tasks:.1f} s",
+                f"{stages:.1f} s, tasks {tasks:.1f} s; the machine busy {busy:.1f} core-s "
+                f"({busy / wall:.2f} of its {os.cpu_count()} cores on average)",
                 flush=True,
             )
             if wall < best["wall_s"]:
-                best = {"wall_s": wall, "stages_s": stages, "tasks_s": tasks}
+                best = {"wall_s": wall, "stages_s": stages, "tasks_s": tasks, "busy_s": busy}
     return best
 
 
