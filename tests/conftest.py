@@ -27,10 +27,7 @@ settings.load_profile("segcompact")
 def pytest_configure(config: pytest.Config) -> None:
     """The test run's own cache directory (``XDG_CACHE_HOME``) for what segcompact caches
     there (the Spark home of links, the JVM's class archive), not the user's; its CLI
-    subprocesses share it, and so do pytest-xdist's workers, which inherit it from the run's
-    main process: one class archive is written for the whole run."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        return
+    subprocesses share it."""
     cache = tempfile.mkdtemp(prefix="segcompact-test-cache-")
     os.environ["XDG_CACHE_HOME"] = cache
     atexit.register(shutil.rmtree, cache, ignore_errors=True)
@@ -56,15 +53,14 @@ def spark() -> Iterator[SparkSession]:
 
 @pytest.fixture(scope="session")
 def spark_conf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An empty ``SPARK_CONF_DIR`` for CLI subprocesses.
+    """A ``SPARK_CONF_DIR`` giving CLI subprocesses the JIT settings of the test session.
 
-    Empty, so that their JVMs map the run's class archive (``spark/class_archive.py``: the
-    JVM cannot archive a class path holding a directory with files in it). A
-    ``spark-defaults.conf`` with the test session's JIT options was here; ``run --once`` and
-    the commands get the same options from segcompact (``SHORT_LIVED_JVM``), and mapping the
-    archive saves a ``run --once`` about a quarter of its time (docs/development.md).
+    A user's way to tune the driver JVM that ``segcompact`` starts; here it only makes the
+    short-lived test JVMs start faster (same work).
     """
-    return tmp_path_factory.mktemp("spark-conf")
+    folder = tmp_path_factory.mktemp("spark-conf")
+    (folder / "spark-defaults.conf").write_text(f"spark.driver.extraJavaOptions {JVM_OPTIONS}\n")
+    return folder
 
 
 @pytest.fixture(scope="session")

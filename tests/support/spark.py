@@ -1,6 +1,5 @@
-"""Spark settings shared by the test session (``tests/conftest.py``), the standalone cluster's
-JVMs and the Databricks task's driver (the CLI's own ``run --once`` and commands get the same
-JIT options from segcompact)."""
+"""Spark settings shared by the test session (``tests/conftest.py``) and the JVMs that the
+end-to-end tests' CLI subprocesses start (its ``spark_conf_dir`` fixture)."""
 
 from __future__ import annotations
 
