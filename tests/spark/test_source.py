@@ -27,7 +27,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from segcompact.compaction.reduce import Rankings, SegmentReducer
+from segcompact.compaction.reduce import SegmentReducer
+from segcompact.compaction.rules import Rankings
 from segcompact.discovery import SegmentFile
 from segcompact.errors import ConfigError
 from segcompact.format.attributes import Compression
