@@ -6,6 +6,7 @@ import dataclasses
 import logging
 import random
 import shutil
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,9 @@ from pyspark.sql import functions as F
 from segcompact.clock import ManualClock
 from segcompact.config import CompactorConfig, load_config
 from segcompact.format.attributes import Compression
+from segcompact.format.batch import build_batch
+from segcompact.format.control import marker
+from segcompact.format.record import Record
 from segcompact.samples import SampleSegment, generate_partition
 from segcompact.spark.job import Compactor
 from segcompact.spark.small_files import MIN_FILES
@@ -339,3 +343,40 @@ def test_the_backlog_of_a_run_is_its_segments_bytes_and_each_batch_moves_through
     done.clear()
     compactor.run_once(on_batch=lambda batch: done.append(backlog.done(batch)))
     assert done == [later]
+
+
+def test_a_pending_table_of_an_earlier_version_is_classified_once_and_decided_as_the_model(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A pending table written before the source's task classified records lacks the rules'
+    columns: opening the tables computes them for its rows (by ``compaction.rules``, in one
+    commit), and a commit marker arriving then decides its records as the model does."""
+    s = Scenario(spark, tmp_path)
+    at = 1_000_000
+    records = [
+        Record(0, at, b"versioned", b"one", (("v", struct.pack(">q", -7)),)),
+        Record(1, at, b"deleted", b"payload", (("tombstone", b"true"),)),
+    ]
+    txn = {"is_transactional": True, "producer_id": 7, "producer_epoch": 0}
+    s.arrive([("by-version", 0, SampleSegment(0, [build_batch(records, **txn)]))])
+    assert s.model.pending and not s.model.state
+    # The pending table as an earlier version left it.
+    pending = s.config.state.pending_table
+    old = spark.read.format("delta").load(pending).drop("order_value", "bad_version", "tombstone")
+    old.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(pending)
+    s.compactor = Compactor(spark, s.config, s.clock)  # opens the tables
+    rows = spark.read.format("delta").load(pending).collect()
+    assert {r.offset: (r.order_value, r.bad_version, r.tombstone) for r in rows} == {
+        0: (-7, False, False),
+        1: (None, False, True),
+    }
+    version = s.compactor.tables.pending.reader(spark).version()
+    s.compactor.tables.ensure(spark)
+    assert s.compactor.tables.pending.reader(spark).version() == version  # once
+    commit = build_batch([marker(2, True, at)], is_control=True, **txn)
+    s.arrive([("by-version", 0, SampleSegment(2, [commit]))])
+    s.check()
+    assert {k[2]: v.tombstone for k, v in s.model.state.items()} == {
+        b"versioned": False,
+        b"deleted": True,
+    }

@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from segcompact.clock import ManualClock
+from segcompact.compaction.rules import Rankings
 from segcompact.config import CompactorConfig, load_config
 from segcompact.delta.sql import DeltaSql
 from segcompact.erasure.keyhash import SECRET_VARIABLE, key_hash
@@ -292,6 +293,7 @@ def test_a_replayed_batch_adds_its_deletes_to_the_ledger_once(
         .option("paths", str(tmp_path / "in"))
         .option("rolledOnly", "false")
         .option("summaries", "true")  # as the job's query reads
+        .option("compaction", Rankings.of(config).to_json())
         .load()
     )
     compactor.merger(batch, 0)

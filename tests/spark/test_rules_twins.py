@@ -1,22 +1,30 @@
-"""Each compaction rule of ``compaction/rules.py`` against its column-expression twin in
-``spark/rules.py``, on the same inputs: the model and the job must never disagree on a record."""
+"""Spark's side of the rules, held to the model's scalar oracle (``tests/support/model.py``):
+the rank it builds from stored columns, youth, and the rules' columns the source's task emits
+(``compaction/rules.py``, the rules' one home; ``tests/unit/test_rules.py`` holds it to the
+oracle record by record). The model and the job must never disagree on a record."""
 
 from __future__ import annotations
 
 import itertools
+import random
 import struct
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
-from segcompact.compaction import rules as pure
-from segcompact.config import CompactionStrategy, TombstoneMode, TopicConfig
-from segcompact.format.attributes import RecordAttr
+from segcompact.compaction.rules import Rankings, is_young
+from segcompact.config import CompactionStrategy, TombstoneMode, TopicConfig, load_config
+from segcompact.samples import generate_partition
 from segcompact.spark import rules as twin
+from segcompact.spark.source import register
+from segcompact.storage import LocalInputFile
+from tests.support import config as support_config
+from tests.support.model import header_version, is_tombstone, order_key, read_log_records
 
 pytestmark = pytest.mark.spark
 
@@ -54,27 +62,10 @@ VERSION_HEADERS: list[tuple[Header, ...]] = [
     (("other", _long(7)),),
 ]
 
-# Tombstone headers: every value the header mode may see.
-TOMBSTONE_HEADERS: list[tuple[Header, ...]] = [
-    (),
-    (("tombstone", b"true"),),
-    (("tombstone", b"1"),),
-    (("tombstone", b"\x01"),),
-    (("tombstone", b"no"),),
-    (("tombstone", b"TRUE"),),
-    (("tombstone", None),),
-    (("tombstone", b"true"), ("tombstone", b"no")),  # last wins
-    (("tombstone", b"no"), ("tombstone", b"1")),
-    (("deleted", b"true"),),
-]
-
 TOPICS = {
     "by-offset": TopicConfig(),
     "by-time": TopicConfig(compaction_strategy=CompactionStrategy.TIMESTAMP),
     "by-version": TopicConfig(compaction_strategy=CompactionStrategy.HEADER, strategy_header=V),
-    "null": TopicConfig(tombstone_mode=TombstoneMode.NULL_VALUE),
-    "flag-header": TopicConfig(tombstone_mode=TombstoneMode.HEADER, tombstone_header="tombstone"),
-    "flag-attribute": TopicConfig(tombstone_mode=TombstoneMode.ATTRIBUTE),
     "lagged": TopicConfig(min_compaction_lag_ms=1_000),
 }
 
@@ -98,46 +89,25 @@ def _rows(topic: str, records: list[Rec]) -> list[tuple[object, ...]]:
     ]
 
 
+def _version(headers: tuple[Header, ...], config: TopicConfig) -> int | None:
+    """The version the source's task stores (``order_value``), by the oracle."""
+    if config.compaction_strategy is not CompactionStrategy.HEADER:
+        return None
+    return header_version(headers, config.strategy_header)
+
+
+def _stored(spark: SparkSession, topic: str, records: list[Rec], config: TopicConfig) -> Any:
+    """The records as a table stores them: with the version the task computed."""
+    rows = _rows(topic, records)
+    rows = [(*row, _version(r.headers, config)) for row, r in zip(rows, records, strict=True)]
+    return spark.createDataFrame(rows, f"{_SCHEMA}, order_value long")
+
+
 def _evaluate(spark: SparkSession, topic: str, records: list[Rec], expr: Column) -> list[Any]:
     """``expr`` on each record, in the records' order (offsets must be distinct)."""
     df = spark.createDataFrame(_rows(topic, records), _SCHEMA)
     rows = df.select("offset", expr.alias("out")).orderBy("offset").collect()
     return [r.out for r in rows]
-
-
-def _version_records() -> list[Rec]:
-    return [Rec(i, headers=h) for i, h in enumerate(VERSION_HEADERS)]
-
-
-def test_header_version_and_bad_version(spark: SparkSession) -> None:
-    config = TOPICS["by-version"]
-    records = _version_records()
-    headers = F.col("headers")
-    got = _evaluate(
-        spark,
-        "by-version",
-        records,
-        F.struct(twin.version(headers, config), twin.bad_version(headers, config)),
-    )
-    expected = []
-    for r in records:
-        version = pure.header_version(r.headers, V)
-        present = any(k == V for k, _ in r.headers)
-        expected.append((version, present and version is None))  # as the model counts it
-    assert [tuple(g) for g in got] == expected
-
-
-@pytest.mark.parametrize("topic", ["by-offset", "by-time"])
-def test_version_is_null_unless_the_strategy_is_header(spark: SparkSession, topic: str) -> None:
-    headers = F.col("headers")
-    config = TOPICS[topic]
-    got = _evaluate(
-        spark,
-        topic,
-        _version_records(),
-        F.struct(twin.version(headers, config), twin.bad_version(headers, config)),
-    )
-    assert {tuple(g) for g in got} == {(None, False)}
 
 
 def _ranking_records() -> list[Rec]:
@@ -155,9 +125,9 @@ def test_rank_orders_records_as_order_key_does(spark: SparkSession, topic: str) 
     """Spark compares the rank structs, as the job's ``max_by`` and MERGE condition do."""
     config = TOPICS[topic]
     records = _ranking_records()
-    version = twin.version(F.col("headers"), config)
-    ranked = spark.createDataFrame(_rows(topic, records), _SCHEMA).select(
-        "offset", twin.rank(F.col("offset"), F.col("timestamp"), version, config).alias("rank")
+    ranked = _stored(spark, topic, records, config).select(
+        "offset",
+        twin.rank(F.col("offset"), F.col("timestamp"), F.col("order_value"), config).alias("rank"),
     )
     a, b = ranked.alias("a"), ranked.alias("b")
     pairs = a.crossJoin(b).select(
@@ -168,11 +138,8 @@ def test_rank_orders_records_as_order_key_does(spark: SparkSession, topic: str) 
     )
     got = {(r["a"], r["b"]): (r["lt"], r["eq"]) for r in pairs.collect()}
     key = {
-        r.offset: pure.order_key(
-            config.compaction_strategy,
-            r.offset,
-            r.timestamp,
-            pure.header_version(r.headers, config.strategy_header),
+        r.offset: order_key(
+            config.compaction_strategy, r.offset, r.timestamp, _version(r.headers, config)
         )
         for r in records
     }
@@ -187,9 +154,7 @@ def test_rank_by_topic_picks_each_topics_strategy(spark: SparkSession) -> None:
     default = TOPICS["by-offset"]
     records = _ranking_records()
     for topic in ("by-time", "by-version", "unnamed"):
-        df = spark.createDataFrame(_rows(topic, records), _SCHEMA).withColumn(
-            "order_value", twin.version(F.col("headers"), named.get(topic, default))
-        )
+        df = _stored(spark, topic, records, named.get(topic, default))
         target = df.select(F.struct(*[F.col(c) for c in df.columns]).alias("t"), "topic")
         direct = df.select(twin.rank_by_topic(F.col("topic"), named, default=default))
         qualified = target.select(
@@ -200,27 +165,6 @@ def test_rank_by_topic_picks_each_topics_strategy(spark: SparkSession) -> None:
         assert direct.collect() == qualified.collect() == df.select(*expected).collect()
 
 
-@pytest.mark.parametrize("topic", ["null", "flag-header", "flag-attribute"])
-def test_tombstone(spark: SparkSession, topic: str) -> None:
-    config = TOPICS[topic]
-    bit = int(RecordAttr.TOMBSTONE)
-    records = [
-        Rec(i, value=value, headers=h, attributes=attributes)
-        for i, (value, h, attributes) in enumerate(
-            itertools.product([b"x", b"", None], TOMBSTONE_HEADERS, [0, bit, 0x7E, 0x7F])
-        )
-    ]
-    got = _evaluate(
-        spark,
-        topic,
-        records,
-        twin.tombstone(F.col("value"), F.col("headers"), F.col("attributes"), config),
-    )
-    expected = [pure.is_tombstone(config, r.value, r.headers, r.attributes) for r in records]
-    assert got == expected
-    assert any(expected) and not all(expected)
-
-
 @pytest.mark.parametrize("topic", ["lagged", "by-offset"])
 def test_young(spark: SparkSession, topic: str) -> None:
     config = TOPICS[topic]
@@ -228,7 +172,7 @@ def test_young(spark: SparkSession, topic: str) -> None:
     stamps = [NOW - 5_000, NOW - lag - 1, NOW - lag, NOW - lag + 1, NOW, NOW + 10_000]
     records = [Rec(i, timestamp=ts) for i, ts in enumerate(stamps)]
     got = _evaluate(spark, topic, records, twin.young(F.col("timestamp"), NOW, config))
-    expected = [pure.is_young(r.timestamp, NOW, lag) for r in records]
+    expected = [is_young(r.timestamp, NOW, lag) for r in records]
     assert got == expected
     assert any(expected) == (lag > 0)
 
@@ -246,3 +190,61 @@ def test_per_topic_falls_back_to_the_default_or_null(spark: SparkSession) -> Non
     without = twin.per_topic(F.col("topic"), named, retention)
     rows = df.select("topic", with_default.alias("d"), without.alias("n")).orderBy("topic")
     assert [tuple(r) for r in rows.collect()] == [("a", 1, 1), ("b", 2, 2), ("c", 3, None)]
+
+
+def test_the_source_emits_each_records_rule_columns_as_the_model_computes_them(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A real batch of every strategy and tombstone mode (and a lagged topic, whose records all
+    leave their task): every record the ``kafka-segments`` source emits under the
+    ``compaction`` option carries the version, unreadable-version flag and tombstone flag the
+    model gives it (a marker: none, false, false)."""
+    register(spark)
+    topics: dict[str, dict[str, object]] = {
+        f"{s.value}-{m.value}": {
+            "compaction.strategy": s.value,
+            "compaction.tombstone.mode": m.value,
+            **({"compaction.strategy.header": V} if s is CompactionStrategy.HEADER else {}),
+        }
+        for s in CompactionStrategy
+        for m in TombstoneMode
+    }
+    topics["lagged"] = {"min.compaction.lag.ms": 1_000, "compaction.tombstone.mode": "header"}
+    config = load_config(support_config.write_config(tmp_path, [tmp_path / "in"], topics=topics))
+    rnd = random.Random(32)
+    records = {}
+    for name in topics:
+        for seg in generate_partition(rnd, records=60, transactions=True):
+            path = seg.write(tmp_path / "in" / f"{name}-0")
+            records.update(
+                {(name, r.offset): r for r in read_log_records(LocalInputFile(path), name, 0)}
+            )
+    emitted = (
+        spark.read.format("kafka-segments")
+        .option("rolledOnly", "false")
+        .option("compaction", Rankings.of(config).to_json())
+        .load(str(tmp_path / "in"))
+        .where(~F.col("segment_end"))
+        .select("topic", "offset", "order_value", "bad_version", "tombstone")
+        .collect()
+    )
+    got = {(r.topic, r.offset): (r.order_value, r.bad_version, r.tombstone) for r in emitted}
+    expected = {}
+    for (name, offset), r in records.items():
+        rules = config.topic(name)
+        if r.is_control:
+            expected[(name, offset)] = (None, False, False)
+            continue
+        version = _version(r.headers, rules)
+        header = rules.compaction_strategy is CompactionStrategy.HEADER
+        present = any(k == rules.strategy_header for k, _ in r.headers)
+        tombstone = is_tombstone(rules, r.value, r.headers, r.attributes)
+        expected[(name, offset)] = (version, header and present and version is None, tombstone)
+    assert len(got) == len(emitted) and got.keys() <= expected.keys()
+    assert got == {k: expected[k] for k in got}
+    assert {k for k in expected if k[0] == "lagged"} <= got.keys()  # lagged: every record
+    for name in topics:  # every mode and strategy met deletes and live records
+        assert {v[2] for k, v in got.items() if k[0] == name} == {True, False}, name
+    values = list(got.values())
+    assert any(v[0] is not None for v in values) and any(v[1] for v in values)
+    assert any(r.is_control for k, r in records.items() if k in got)

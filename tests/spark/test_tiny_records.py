@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from segcompact.compaction.reduce import Rankings
+from segcompact.compaction.rules import Rankings
 from segcompact.format.attributes import Compression
 from segcompact.spark.source import register
 from tests.support import tiny_log

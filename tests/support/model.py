@@ -9,22 +9,73 @@ generated logs. It favours obviousness over speed.
 from __future__ import annotations
 
 import bisect
+import struct
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from segcompact.compaction.rules import (
-    first_uncleanable_offset,
-    header_version,
-    is_tombstone,
-    order_key,
-)
-from segcompact.config import CompactionStrategy, TopicConfig
+from segcompact.compaction.rules import first_uncleanable_offset
+from segcompact.config import CompactionStrategy, TombstoneMode, TopicConfig
+from segcompact.format.attributes import RecordAttr
 from segcompact.format.control import ControlType, control_type
 from segcompact.format.io import InputFile
 from segcompact.format.logdir import parse_segment_file
 from segcompact.format.record import Header
 from segcompact.format.segment import SegmentReader
+
+# The per-record rules, one record at a time: the oracle that ``compaction/rules.py``'s
+# vectorized rules (the job's only ones) are held to. Written apart from them on purpose.
+
+_LONG = struct.Struct(">q")
+TOMBSTONE_TRUE = (b"true", b"1", b"\x01")
+
+
+def last_header(headers: Sequence[Header], name: str) -> tuple[bool, bytes | None]:
+    """``(present, value)`` of the last occurrence of header ``name``."""
+    for key, value in reversed(headers):
+        if key == name:
+            return True, value
+    return False, None
+
+
+def header_version(headers: Sequence[Header], name: str | None) -> int | None:
+    """The version under the header strategy: an 8-byte big-endian signed long, else None.
+
+    A present header whose value is not 8 bytes counts as absent (the caller counts it).
+    """
+    if name is None:
+        return None
+    present, value = last_header(headers, name)
+    if not present or value is None or len(value) != _LONG.size:
+        return None
+    return int(_LONG.unpack(value)[0])
+
+
+def order_key(
+    strategy: CompactionStrategy, offset: int, timestamp_ms: int, version: int | None
+) -> tuple[int, int, int]:
+    """A key whose maximum is the record that wins under ``strategy``.
+
+    offset: the highest offset. timestamp: the highest timestamp, then offset. header: a record
+    with a version beats one without; two with: the higher version, then offset; neither: offset.
+    """
+    if strategy is CompactionStrategy.TIMESTAMP:
+        return (0, timestamp_ms, offset)
+    if strategy is CompactionStrategy.HEADER:
+        return (0, 0, offset) if version is None else (1, version, offset)
+    return (0, 0, offset)
+
+
+def is_tombstone(
+    rules: TopicConfig, value: bytes | None, headers: Sequence[Header], attributes: int
+) -> bool:
+    """Whether a record deletes its key under the topic's tombstone mode."""
+    if rules.tombstone_mode is TombstoneMode.HEADER:
+        present, flag = last_header(headers, rules.tombstone_header)
+        return present and flag in TOMBSTONE_TRUE
+    if rules.tombstone_mode is TombstoneMode.ATTRIBUTE:
+        return bool(attributes & RecordAttr.TOMBSTONE)
+    return value is None
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from segcompact.compaction.reduce import Ranking, SegmentReducer
+from segcompact.compaction.reduce import SegmentReducer
+from segcompact.compaction.rules import Ranking
 from segcompact.errors import CorruptBatchError
 from segcompact.format.arrow import decode_segment
 from segcompact.format.attributes import Compression

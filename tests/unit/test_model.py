@@ -8,18 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from segcompact.compaction.rules import (
-    CompactionStrategy,
-    TombstoneMode,
-    TopicConfig,
-    first_uncleanable_offset,
+from segcompact.compaction.rules import first_uncleanable_offset, is_young
+from segcompact.config import CompactionStrategy, TombstoneMode, TopicConfig
+from segcompact.format.control import marker as marker_record
+from tests.support.model import (
+    LogRecord,
+    ReferenceModel,
     header_version,
     is_tombstone,
-    is_young,
     order_key,
 )
-from segcompact.format.control import marker as marker_record
-from tests.support.model import LogRecord, ReferenceModel
 
 V = struct.Struct(">q")
 

@@ -1,6 +1,8 @@
 """A log's decoded records (a segment, or a partition's consecutive segments) reduced inside the
 task that decodes them, as Kafka's cleaner builds its offset map: what leaves the task is what
-compaction can still use.
+compaction can still use, each record classified under its topic's rules
+(:func:`segcompact.compaction.rules.classify`: its version, tombstone flag, and whether its
+version header was unreadable), so that nothing after the task parses a header.
 
 - A candidate record (keyed, not transactional, not a control record, of a topic compacted
   straight away, with a readable version header if its topic ranks by one) stays only while it
@@ -35,77 +37,16 @@ its round), and what the second pass needs of each round is one bit per record.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from segcompact.compaction.front import Front, front
-from segcompact.config import CompactionStrategy, CompactorConfig, TopicConfig
+from segcompact.compaction.rules import Ranking, classify, ranks
+from segcompact.config import CompactionStrategy
 from segcompact.format.arrow import binary_buffers
-
-
-@dataclass(frozen=True, slots=True)
-class Ranking:
-    """What the reduction needs of a topic's rules (``rules.order_key``)."""
-
-    strategy: str = CompactionStrategy.OFFSET.value
-    header: str | None = None  # the version header of the header strategy
-    lagged: bool = False  # min.compaction.lag.ms > 0: every record goes to the young table
-
-    @classmethod
-    def of(cls, topic: TopicConfig) -> Ranking:
-        header = topic.compaction_strategy is CompactionStrategy.HEADER
-        return cls(
-            topic.compaction_strategy.value,
-            topic.strategy_header if header else None,
-            topic.min_compaction_lag_ms > 0,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Rankings:
-    """Every configured topic's :class:`Ranking`, and the defaults' for the others."""
-
-    topics: Mapping[str, Ranking] = field(default_factory=dict)
-    default: Ranking = Ranking()
-
-    @classmethod
-    def of(cls, config: CompactorConfig) -> Rankings:
-        return cls(
-            {name: Ranking.of(t) for name, t in sorted(config.topics.items())},
-            Ranking.of(config.defaults),
-        )
-
-    def for_topic(self, name: str) -> Ranking:
-        return self.topics.get(name, self.default)
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "topics": {n: asdict(r) for n, r in self.topics.items()},
-                "default": asdict(self.default),
-            },
-            sort_keys=True,
-        )
-
-    @classmethod
-    def from_json(cls, text: str) -> Rankings:
-        """Raises ValueError on anything but :meth:`to_json`'s shape."""
-        try:
-            raw = json.loads(text)
-            topics = {str(n): Ranking(**r) for n, r in raw["topics"].items()}
-            default = Ranking(**raw["default"])
-        except (TypeError, KeyError, AttributeError, json.JSONDecodeError) as e:
-            raise ValueError(f"not a compaction ranking: {e}") from None
-        for r in (*topics.values(), default):
-            CompactionStrategy(r.strategy)  # ValueError names the value
-        return cls(topics, default)
-
 
 _IDS_AT_ONCE = 1 << 20  # records whose flags are asked of a front at once
 DEFAULT_BUDGET_RECORDS = 1 << 24
@@ -190,7 +131,8 @@ class SegmentReducer:
         self._refilter_at = self.budget_bytes // 8
 
     def add(self, chunk: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
-        """Take one decoded chunk; yield the rows that leave now."""
+        """Take one decoded chunk; yield the rows that leave now, classified."""
+        chunk = classify(chunk, self.ranking)
         first = self._seen
         offsets = _int64(chunk.column("offset"))
         self._add_sum(0, offsets)
@@ -251,10 +193,11 @@ class SegmentReducer:
 
     def again(self, chunk: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         """The second pass: take the next chunk of the segment decoded again; yield what of it
-        leaves."""
+        leaves, classified."""
         assert self._rescan_from is not None, "no second pass was needed"
         first = self._again
         chunk = chunk.slice(0, max(0, min(chunk.num_rows, self._seen - first)))
+        chunk = classify(chunk, self.ranking)
         self._again += chunk.num_rows
         self._add_sum(1, _int64(chunk.column("offset")))
         ids = first + np.arange(chunk.num_rows)
@@ -282,14 +225,14 @@ class SegmentReducer:
         self._sums[which] = (self._sums[which] + total) % (1 << 64)
 
     def _candidates_of(self, chunk: pa.RecordBatch) -> NDArray[np.bool_]:
-        """Which records are candidates; their ranks are left in ``_ranks``."""
-        r1, r2, bad = ranks(chunk, self.ranking)
-        self._ranks = r1, r2
+        """Which records of a classified chunk are candidates; their ranks are left in
+        ``_ranks``."""
+        self._ranks = ranks(chunk, self.ranking)
         candidate: NDArray[np.bool_] = (
             ~_flag(chunk, "is_control")
             & ~_flag(chunk, "is_transactional")
             & chunk.column("key").is_valid().to_numpy(zero_copy_only=False)
-            & ~bad
+            & ~_flag(chunk, "bad_version")
         )
         return candidate
 
@@ -354,50 +297,6 @@ class SegmentReducer:
     def _track_earliest(self, chunk: pa.RecordBatch, candidate: NDArray[np.bool_]) -> None:
         first = int(_int64(chunk.column("timestamp"))[candidate].min())
         self.earliest = first if self.earliest is None else min(self.earliest, first)
-
-
-def ranks(
-    chunk: pa.RecordBatch, ranking: Ranking
-) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.bool_]]:
-    """Per record ``(r1, r2)`` of ``rules.order_key`` (the offset breaks ties), and whether its
-    version header is present but unreadable (it then ranks as without one)."""
-    n = chunk.num_rows
-    zeros = np.zeros(n, np.int64)
-    if ranking.strategy == CompactionStrategy.TIMESTAMP.value:
-        return zeros, _int64(chunk.column("timestamp")) // 1000, np.zeros(n, bool)
-    if ranking.strategy == CompactionStrategy.HEADER.value and ranking.header is not None:
-        has, version, bad = header_versions(chunk.column("headers"), ranking.header)
-        return has.astype(np.int64), version, bad
-    return zeros, zeros.copy(), np.zeros(n, bool)
-
-
-def header_versions(
-    headers: pa.ListArray, name: str
-) -> tuple[NDArray[np.bool_], NDArray[np.int64], NDArray[np.bool_]]:
-    """Per record: whether its last header ``name`` holds an 8-byte version, that version (a
-    big-endian signed long; 0 without one), and whether the header is there but not 8 bytes."""
-    n = len(headers)
-    has, version, bad = np.zeros(n, bool), np.zeros(n, np.int64), np.zeros(n, bool)
-    entries = headers.flatten()
-    if not len(entries):
-        return has, version, bad
-    keys, values = entries.flatten()
-    hits = np.flatnonzero(pc.fill_null(pc.equal(keys, name), False).to_numpy(zero_copy_only=False))
-    if not len(hits):
-        return has, version, bad
-    parents = pc.list_parent_indices(headers).to_numpy()[hits]
-    last = hits[np.append(parents[1:] != parents[:-1], True)]  # the last match per record
-    rows = parents[np.append(parents[1:] != parents[:-1], True)]
-    found = values.take(pa.array(last))
-    ok = pc.fill_null(pc.binary_length(found), -1).to_numpy(zero_copy_only=False) == 8
-    bad[rows[~ok]] = True
-    good = found.filter(pa.array(ok))
-    if len(good):
-        bounds, data, _ = binary_buffers(good)
-        index = np.frombuffer(bounds, np.int32)[:-1, None].astype(np.int64) + np.arange(8)
-        version[rows[ok]] = np.frombuffer(data, np.uint8)[index].copy().view(">i8").ravel()
-        has[rows[ok]] = True
-    return has, version, bad
 
 
 def _bits(packed: NDArray[np.uint8], start: int, stop: int) -> NDArray[np.bool_]:

@@ -23,7 +23,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from segcompact.backlog import Backlog, QueryLog, manifest_dir, query_dir
 from segcompact.clock import Clock, job_clock
-from segcompact.compaction.reduce import Rankings
+from segcompact.compaction.rules import Rankings
 from segcompact.config import CompactorConfig
 from segcompact.delta.sql import DeltaSql, NoTable
 from segcompact.erasure.keyhash import job_secret

@@ -7,8 +7,8 @@ already wrote and redoes the rest from the same inputs (the pending table it rea
 last).
 
 The steps have homes of their own: read-committed filtering in ``read_committed``, the
-partitions table's numbers in ``partitions``, the rules as column expressions in ``rules``, the
-tables in ``tables``. This module orders them and holds the state MERGE.
+partitions table's numbers in ``partitions``, a record's rank as a column expression in
+``rules``, the tables in ``tables``. This module orders them and holds the state MERGE.
 
 Topics with a ``min.compaction.lag.ms`` send their records to the young table instead of the
 state; :meth:`BatchMerger.graduate` compacts them into the state once they may be compacted.
@@ -40,7 +40,7 @@ from segcompact.spark.partitions import (
     merge_batch_stats,
 )
 from segcompact.spark.read_committed import Transactions, read_committed
-from segcompact.spark.rules import classify, per_topic, rank_by_topic, young
+from segcompact.spark.rules import per_topic, rank_by_topic, young
 from segcompact.spark.scan import Kind, Scan, at_or_above_log_start, scan
 from segcompact.spark.small_files import compact_small_files
 from segcompact.spark.table_reader import of_partitions
@@ -67,7 +67,9 @@ _CANDIDATE_COLUMNS = (
     "timestamp",
     "timestampType",
     "headers",
-    "attributes",
+    "order_value",
+    "bad_version",
+    "tombstone",
     "delete_horizon",
     "segment_base",
 )
@@ -136,7 +138,7 @@ class BatchMerger:
             if any(r["txn_records"] for r in stats):
                 with timed(log, "transactions"):
                     txn = self._read_committed(scanned)
-                    committed = classify(self._above_log_start(txn.committed, starts), topics)
+                    committed = self._above_log_start(txn.committed, starts)
                     add_committed_counts(stats, committed)
                 committed = committed.where(F.col("key").isNotNull()).select(*_KEYED_COLUMNS)
             if direct:

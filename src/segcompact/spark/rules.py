@@ -1,23 +1,22 @@
-"""The compaction rules of ``segcompact.compaction.rules`` as Spark column expressions.
+"""What the merge needs of the compaction rules as Spark column expressions: a record's rank
+and whether it is young.
 
-Rules differ per topic, so each expression is a ``CASE topic WHEN …`` over the topics of the
-micro-batch; the tests hold these to the pure definitions.
+Spark parses no header: the source's task classified every record (``compaction.rules``:
+its version ``order_value``, ``tombstone``), and the tables store those columns. A rank is
+built from the stored ones (version, timestamp, offset) under the topic's strategy now, so a
+topic whose strategy changes ranks the rows it stored by the new one. Rules differ per topic,
+so each expression is a ``CASE topic WHEN …`` over the topics of the micro-batch;
+``tests/spark/test_rules_twins.py`` holds these to the model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from decimal import Decimal
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from segcompact.compaction.rules import TOMBSTONE_TRUE
-from segcompact.config import CompactionStrategy, TombstoneMode, TopicConfig
-from segcompact.format.attributes import RecordAttr
-
-_TWO_63 = Decimal(2**63)
-_TWO_64 = Decimal(2**64)
+from segcompact.config import CompactionStrategy, TopicConfig
 
 
 def per_topic(
@@ -37,40 +36,9 @@ def per_topic(
     return build(default) if expr is None else expr.otherwise(build(default))
 
 
-def last_header_value(headers: Column, name: str) -> tuple[Column, Column]:
-    """``(present, value)`` of the last header called ``name``."""
-    last = F.try_element_at(F.filter(headers, lambda h: h["key"] == F.lit(name)), F.lit(-1))
-    return last.isNotNull(), last["value"]
-
-
-def signed_long(value: Column) -> Column:
-    """An 8-byte big-endian binary as a signed long."""
-    unsigned = F.conv(F.hex(value), 16, 10).cast("decimal(20,0)")
-    return (
-        F.when(unsigned >= F.lit(_TWO_63), unsigned - F.lit(_TWO_64))
-        .otherwise(unsigned)
-        .cast("long")
-    )
-
-
-def version(headers: Column, r: TopicConfig) -> Column:
-    """The header-strategy version: null unless the header's last value has 8 bytes."""
-    if r.compaction_strategy is not CompactionStrategy.HEADER or r.strategy_header is None:
-        return F.lit(None).cast("long")
-    _, value = last_header_value(headers, r.strategy_header)
-    return F.when(F.length(value) == 8, signed_long(value)).cast("long")
-
-
-def bad_version(headers: Column, r: TopicConfig) -> Column:
-    """True where the version header is present but not an 8-byte value (it counts as absent)."""
-    if r.compaction_strategy is not CompactionStrategy.HEADER or r.strategy_header is None:
-        return F.lit(False)
-    present, value = last_header_value(headers, r.strategy_header)
-    return present & F.coalesce(F.length(value) != 8, F.lit(True))
-
-
 def rank(offset: Column, timestamp: Column, order_value: Column, r: TopicConfig) -> Column:
-    """The struct whose maximum wins under the topic's strategy (see ``order_key``)."""
+    """The struct whose maximum wins under the topic's strategy, from a record's stored columns
+    (as ``compaction.rules.ranks``, with the offset last)."""
     zero = F.lit(0).cast("long")
     if r.compaction_strategy is CompactionStrategy.TIMESTAMP:
         parts = (zero, F.unix_millis(timestamp), offset)
@@ -104,39 +72,8 @@ def rank_by_topic(
     return per_topic(topic, topics, of, default=default)
 
 
-def tombstone(value: Column, headers: Column, attributes: Column, r: TopicConfig) -> Column:
-    if r.tombstone_mode is TombstoneMode.HEADER:
-        present, flag = last_header_value(headers, r.tombstone_header)
-        return present & F.coalesce(flag.isin([F.lit(v) for v in TOMBSTONE_TRUE]), F.lit(False))
-    if r.tombstone_mode is TombstoneMode.ATTRIBUTE:
-        bit = int(RecordAttr.TOMBSTONE)
-        return attributes.cast("int").bitwiseAND(bit) == bit
-    return value.isNull()
-
-
 def young(timestamp: Column, now_ms: int, r: TopicConfig) -> Column:
     """True where a record is too young to be compacted (see ``rules.is_young``)."""
     if r.min_compaction_lag_ms <= 0:
         return F.lit(False)
     return timestamp > F.timestamp_millis(F.lit(now_ms - r.min_compaction_lag_ms))
-
-
-def classify(
-    records: DataFrame, topics: Mapping[str, TopicConfig], default: TopicConfig | None = None
-) -> DataFrame:
-    """``records`` with each one's header version (``order_value``), whether that header was
-    unreadable (``bad_version``), and whether it is a tombstone, under its topic's settings
-    (``default``'s for a topic not in ``topics``)."""
-    headers, topic = F.col("headers"), F.col("topic")
-
-    def by_topic(build: Callable[[TopicConfig], Column]) -> Column:
-        return per_topic(topic, topics, build, default=default)
-
-    return (
-        records.withColumn("order_value", by_topic(lambda c: version(headers, c)))
-        .withColumn("bad_version", by_topic(lambda c: bad_version(headers, c)))
-        .withColumn(
-            "tombstone",
-            by_topic(lambda c: tombstone(F.col("value"), headers, F.col("attributes"), c)),
-        )
-    )

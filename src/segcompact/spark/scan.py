@@ -1,11 +1,12 @@
 """A micro-batch scanned once: every row the merge reads, marked by its kind, and held.
 
-The source decodes a partition's segments and reduces them in their task
-(``compaction.reduce``); this is the Spark side of that one scan. One projection of the
-batch's rows is computed by the batch's first job and held (``spark.held``) until the batch
-ends; the merge takes everything it reads from it and never reads the source again (a batch
-of a lagged, transactional topic read it three times: for the winners, the transactions and
-the young rows). Each row carries its share of its partition's numbers
+The source decodes a partition's segments, reduces them and classifies each record (its
+version, whether it is a tombstone) in their task (``compaction.reduce``,
+``compaction.rules``); this is the Spark side of that one scan, which parses no header. One
+projection of the batch's rows is computed by the batch's first job and held (``spark.held``)
+until the batch ends; the merge takes everything it reads from it and never reads the source
+again (a batch of a lagged, transactional topic read it three times: for the winners, the
+transactions and the young rows). Each row carries its share of its partition's numbers
 (``partitions.row_shares``) and, by its :class:`Kind`, the record the merge needs of it: the
 others keep nulls there.
 """
@@ -22,7 +23,7 @@ from pyspark.sql import functions as F
 from segcompact.config import TopicConfig
 from segcompact.spark.held import hold, release
 from segcompact.spark.partitions import row_shares
-from segcompact.spark.rules import classify, per_topic
+from segcompact.spark.rules import per_topic
 from segcompact.spark.tables import PENDING_SCHEMA, YOUNG_SCHEMA
 
 
@@ -74,13 +75,12 @@ def scan(
     topics: Mapping[str, TopicConfig],
     default: TopicConfig,
 ) -> Scan:
-    """``batch`` (the ``kafka-segments`` source's rows, with summaries) as :class:`Scan` rows,
-    held: computed by the first job that reads them. ``starts``: the log start of each
-    partition known (topic, partition, log_start_offset); the rules are those of ``topics``,
-    ``default``'s for a topic not in them."""
-    rows = classify(
-        batch.join(F.broadcast(starts), ["topic", "partition"], "left"), topics, default
-    )
+    """``batch`` (the ``kafka-segments`` source's rows, with summaries, classified by the
+    ``compaction`` option) as :class:`Scan` rows, held: computed by the first job that reads
+    them. ``starts``: the log start of each partition known (topic, partition,
+    log_start_offset); the rules are those of ``topics``, ``default``'s for a topic not in
+    them."""
+    rows = batch.join(F.broadcast(starts), ["topic", "partition"], "left")
     summary = F.col("segment_end")
     data = ~summary & ~F.col("is_control")
     plain = data & ~F.col("is_transactional") & at_or_above_log_start()

@@ -37,23 +37,28 @@ Options (names are case-insensitive, as for every Spark source):
   (:mod:`segcompact.compaction.reduce`): per key only the records that can still win under
   the topic's strategy, whatever the log start; every transactional, control, keyless or
   unreadable-version record and every record of a topic with ``min.compaction.lag.ms`` as it
-  is. The value is the JSON of :class:`~segcompact.compaction.reduce.Rankings` (the compactor
-  sets it); without it, every record comes out (the plain record stream).
+  is; each classified under its topic's rules (``order_value``, ``bad_version``,
+  ``tombstone``). The value is the JSON of :class:`~segcompact.compaction.rules.Rankings` (the
+  compactor sets it); without it, every record comes out (the plain record stream), and those
+  three columns are null (the topics' rules are not known).
 - ``fs.*``: Hadoop storage settings for roots and manifest on an object store, as Spark takes
   them without ``spark.hadoop.`` (``fs.s3a.endpoint``, ``fs.s3a.access.key``, …); the standard
   environment credentials otherwise. Roots and manifest may be local paths or URIs
   (``s3a://``, ``abfss://``, ``gs://``; see :mod:`segcompact.storage`).
 
 One row per record with the columns of :data:`segcompact.format.arrow.SCHEMA` (Spark Kafka
-source names and types for the shared ones), then ``segment`` (the file), ``segment_base``,
+source names and types for the shared ones), then ``order_value`` (the record's version under
+the header strategy, null without a readable one), ``bad_version`` (its version header is
+there but unreadable) and ``tombstone`` (it deletes its key), with ``compaction`` (else null;
+on a control record: null, false, false), then ``segment`` (the file), ``segment_base``,
 ``segment_end``, ``segment_bytes``, ``error``, ``folded_records``, ``one_per_key`` and
 ``reduced_segments`` (on a record: its segment's base, ``segment_end`` false, the others null).
 With ``summaries``, after a segment's records comes one summary row (``segment_end`` true):
 ``offset`` and ``batch_last_offset`` are the segment's last offset (-1 when it has no batch),
 ``batch_base_offset`` its base offset (from the file name), ``segment_bytes`` the bytes read as
-valid, ``error`` a one-line reason when the segment is corrupt or gone; key and value are null,
-headers empty, timestamp the epoch, and the other numeric columns -1 (``attributes``,
-``is_transactional`` and ``is_control`` 0 / false).
+valid, ``error`` a one-line reason when the segment is corrupt or gone; key, value and the
+three rules' columns are null, headers empty, timestamp the epoch, and the other numeric
+columns -1 (``attributes``, ``is_transactional`` and ``is_control`` 0 / false).
 
 With ``compaction``, a task's consecutive segments of one partition are reduced together, as
 one log, and their summary rows come after all of their records: ``reduced_segments`` says how
@@ -96,7 +101,8 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
-from segcompact.compaction.reduce import Rankings, SegmentReducer
+from segcompact.compaction.reduce import SegmentReducer
+from segcompact.compaction.rules import RULE_FIELDS, Rankings
 from segcompact.discovery import discover
 from segcompact.errors import ConfigError, CorruptBatchError
 from segcompact.format.arrow import SCHEMA, decode_segment
@@ -114,6 +120,8 @@ DEFAULT_MAX_REDUCED_BYTES = 1 << 30  # Kafka's default segment size
 # Spark's Kafka source makes every column nullable; so does this one (summary rows need it).
 SPARK_SCHEMA = StructType(
     [StructField(f.name, from_arrow_type(f.type), nullable=True) for f in SCHEMA]
+    # Per data record, with ``compaction``: its rules' columns (``compaction.rules.classify``).
+    + [StructField(f.name, from_arrow_type(f.type), nullable=True) for f in RULE_FIELDS]
     + [
         StructField("segment", StringType()),  # the file, on its summary row only
         StructField("segment_base", LongType()),  # base offset of the row's segment
@@ -501,13 +509,15 @@ def _describe(e: CorruptBatchError, path: str) -> str:
 
 
 def _records(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """Decoded rows (with their ``segment_base``) as the source's rows."""
+    """Decoded rows (with their ``segment_base``, and classified if they were reduced) as the
+    source's rows."""
     n = batch.num_rows
-    segment_base = batch.column("segment_base")
-    columns = [*batch.drop_columns("segment_base").columns]
+    columns = [batch.column(f.name) for f in SCHEMA]
+    classified = batch.schema.get_field_index(RULE_FIELDS[0].name) >= 0
+    columns += [batch.column(f.name) if classified else pa.nulls(n, f.type) for f in RULE_FIELDS]
     columns += [
         pa.nulls(n, pa.string()),
-        segment_base,
+        batch.column("segment_base"),
         pa.repeat(pa.scalar(False), n),
         pa.nulls(n, pa.int64()),
         pa.nulls(n, pa.string()),
@@ -552,6 +562,7 @@ def _summary(
         "batch_last_offset": last,
         "magic": -1,
         "compression": -1,
+        **{f.name: None for f in RULE_FIELDS},
         "segment": part.file.path,
         "segment_base": part.file.base_offset,
         "segment_end": True,

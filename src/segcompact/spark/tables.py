@@ -6,8 +6,9 @@ and other catalogs, by a catalog name such as ``main.segcompact.state``.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -16,6 +17,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from segcompact.compaction.rules import Rankings
 from segcompact.config import CompactorConfig, is_table_name
 from segcompact.config.sla import DAY_MS, retention_ms
 from segcompact.delta.native import NativeReader
@@ -23,6 +25,7 @@ from segcompact.delta.reader import TableReader
 from segcompact.erasure.schedule import EXPIRED, STAGES
 from segcompact.errors import ConfigError
 from segcompact.spark import table_reader
+from segcompact.spark.classified import classified
 from segcompact.spark.frames import local_frame
 from segcompact.spark.table_reader import delta_table, qualify
 from segcompact.storage import Storage
@@ -107,6 +110,11 @@ PENDING_SCHEMA = T.StructType(
         _field("attributes", T.ByteType()),
         _field("delete_horizon", T.TimestampType(), True),
         _field("segment_base", T.LongType()),
+        # The record's rules' columns, as the source's task classified it (null on a table
+        # written before it did, until the table is opened: ``Table.ensure``).
+        _field("order_value", T.LongType(), True),
+        _field("bad_version", T.BooleanType(), True),
+        _field("tombstone", T.BooleanType(), True),
     ]
 )
 
@@ -160,6 +168,9 @@ class Table:
     # table keeps its layout).
     partition_by: tuple[str, ...] = ()
     created_with: tuple[tuple[str, str], ...] = ()
+    # The rows of a table written by an earlier version with the columns this one added
+    # (None: they are added empty).
+    fill: Callable[[DataFrame], DataFrame] | None = field(default=None, compare=False)
 
     @property
     def is_path(self) -> bool:
@@ -168,8 +179,9 @@ class Table:
     def ensure(self, spark: SparkSession, properties: Mapping[str, str] | None = None) -> None:
         """The table, created empty with its schema if it does not exist yet, with
         ``properties`` set. An existing table must have the schema's columns and types; nullable
-        columns added by a later segcompact are added to it. An existing table on a file system
-        delta-rs reads is checked without a Spark job."""
+        columns added by a later segcompact are added to it (empty, or with the table's rows
+        rewritten by ``fill``, in one commit). An existing table on a file system delta-rs
+        reads is checked without a Spark job."""
         text = self.reader(spark).schema_json()
         have = None if text is None else T.StructType.fromJson(json.loads(text))
         if have is None:
@@ -185,10 +197,13 @@ class Table:
             have = builder.execute().toDF().schema
         types = {f.name: f.dataType for f in have}
         added = [f for f in self.schema if f.name not in types and f.nullable]
-        if added:
+        if added and self.fill is not None:
+            rows = self.fill(self.read(spark)).select(*self.schema.fieldNames())
+            self._write(rows, "overwrite", mergeSchema="true")
+        elif added:
             columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in added)
             spark.sql(f"ALTER TABLE {self.sql_name(spark)} ADD COLUMNS ({columns})")
-            types.update({f.name: f.dataType for f in added})
+        types.update({f.name: f.dataType for f in added})
         wrong = [
             f"{f.name} {f.dataType.simpleString()}"
             for f in self.schema
@@ -238,19 +253,14 @@ class Table:
 
     def overwrite(self, df: DataFrame, *, app_id: str, version: int) -> None:
         """Replace the table's rows; skipped if this (app_id, version) was written already."""
-        self._write(df, "overwrite", app_id, version)
+        self._write(df, "overwrite", txnAppId=app_id, txnVersion=str(version))
 
     def append(self, df: DataFrame, *, app_id: str, version: int) -> None:
         """Add ``df``'s rows; skipped if this (app_id, version) was written already."""
-        self._write(df, "append", app_id, version)
+        self._write(df, "append", txnAppId=app_id, txnVersion=str(version))
 
-    def _write(self, df: DataFrame, mode: str, app_id: str, version: int) -> None:
-        writer = (
-            df.write.format("delta")
-            .mode(mode)
-            .option("txnAppId", app_id)
-            .option("txnVersion", version)
-        )
+    def _write(self, df: DataFrame, mode: str, **options: str) -> None:
+        writer = df.write.format("delta").mode(mode).options(**options)
         if self.is_path:
             writer.save(qualify(df.sparkSession, self.name))
         else:
@@ -288,15 +298,19 @@ class Tables:
         ledger: str,
         properties: Mapping[str, str] | None = None,
         storage: Storage | None = None,
+        rankings: Rankings | None = None,
     ) -> Tables:
+        """``rankings``: the topics' rules (the defaults' without), which classify the records
+        of a pending table written before the source's task did."""
         storage = storage or Storage()
         # Records by Kafka partition: a batch's MERGE and a partition's re-materialisation
         # read only their partitions' files.
         by_partition = ("topic",)
+        fill = functools.partial(classified, rankings=rankings or Rankings())
         return cls(
             Table(state, STATE_SCHEMA, storage, by_partition, STATE_LAYOUT),
             Table(partitions, PARTITIONS_SCHEMA, storage),
-            Table(pending, PENDING_SCHEMA, storage),
+            Table(pending, PENDING_SCHEMA, storage, fill=fill),
             Table(young, YOUNG_SCHEMA, storage, by_partition),
             Table(ledger, LEDGER_SCHEMA, storage),
             dict(properties or {}),
@@ -314,6 +328,7 @@ class Tables:
             s.ledger_table,
             retention_properties(retention_ms(config)),
             config.storage,
+            Rankings.of(config),
         )
 
     def all(self) -> dict[str, Table]:
