@@ -128,38 +128,6 @@ def _check_model(config: CompactorConfig, log: Log, read: Mapping[Partition, lis
     assert counters == expected
 
 
-def test_run_restart_and_materialize(
-    cluster: SparkCluster, tmp_path: Path, spark_conf_dir: Path
-) -> None:
-    log = _log(tmp_path / "log", 40)
-    source = tmp_path / "in"
-    work = tmp_path / "job"
-    config_path = _config(work, [str(source)], cluster.spark_settings(), None)
-    config = load_config(config_path)
-    before = cluster.tasks_run()
-
-    # 1. run --once on the first segments: both executors run its tasks.
-    _arrive(log, source, 2)
-    _cli(work, spark_conf_dir, "run", "--config", config_path, "--once")
-    _check_model(config, log, _rolled(log, 2))
-    after = cluster.tasks_run()
-    assert all(a > b for a, b in zip(after, before, strict=True)), (before, after)
-
-    # 2. A restart on new segments adds them, as one run over all would have.
-    every = max(len(paths) for paths in log.segments.values())
-    _arrive(log, source, every)
-    _cli(work, spark_conf_dir, "run", "--config", config_path, "--once")
-    _check_model(config, log, log.rolled())
-
-    # 3. materialize --force publishes a new version of every partition, the same records.
-    versions = {tp: p.version for tp, p in publications(config).items()}
-    _cli(work, spark_conf_dir, "materialize", "--config", config_path, "--force")
-    assert {tp: p.version for tp, p in publications(config).items()} == {
-        tp: v + 1 for tp, v in versions.items()
-    }
-    _check_model(config, log, log.rolled())
-
-
 def _held(config: CompactorConfig, table: str) -> Counter[tuple[str, int, int]]:
     """(topic, partition, offset) of every row in a Parquet file under ``table``'s folder,
     whether or not its snapshot still has the file or a deletion vector marks the row."""
@@ -176,26 +144,46 @@ def _live(config: CompactorConfig, table: str) -> Counter[tuple[str, int, int]]:
     return Counter((r["topic"], r["partition"], r["offset"]) for r in rows)
 
 
-def test_purge_with_a_short_sla(
+def test_run_restart_materialize_and_purge(
     cluster: SparkCluster, tmp_path: Path, spark_conf_dir: Path
 ) -> None:
-    """purge, half an SLA after the run: every overwrite and delete is due, erased and proven
-    so; no file under a table that holds records holds a row but the live ones (the state's
-    deletion vectors purged, then VACUUM); the state and output are the model's still."""
-    log = _log(tmp_path / "log", 43)
+    """``run --once``, a restart on new segments, ``materialize --force``, then ``purge`` half
+    an SLA after the runs: every overwrite and delete is due, erased and proven so; no file
+    under a table that holds records holds a row but the live ones (the state's deletion
+    vectors purged, then VACUUM); the state and output are the model's after each step."""
+    log = _log(tmp_path / "log", 40)
     source = tmp_path / "in"
     work = tmp_path / "job"
     config_path = _config(work, [str(source)], cluster.spark_settings(), None)
     config = load_config(config_path)
-    # Two runs: the second's MERGE overwrites keys the first wrote, with deletion vectors.
+    before = cluster.tasks_run()
+
+    # 1. run --once on the first segments: both executors run its tasks.
     _arrive(log, source, 2)
     _cli(work, spark_conf_dir, "run", "--config", config_path, "--once")
-    _arrive(log, source, max(len(paths) for paths in log.segments.values()))
+    _check_model(config, log, _rolled(log, 2))
+    after = cluster.tasks_run()
+    assert all(a > b for a, b in zip(after, before, strict=True)), (before, after)
+
+    # 2. A restart on new segments adds them, as one run over all would have; its MERGE
+    # overwrites keys the first run wrote, with deletion vectors.
+    every = max(len(paths) for paths in log.segments.values())
+    _arrive(log, source, every)
     _cli(work, spark_conf_dir, "run", "--config", config_path, "--once")
+    _check_model(config, log, log.rolled())
     state = config.state.table
     assert any(Path(state).rglob("*.bin")), "the second MERGE should leave deletion vectors"
     assert _held(config, state) != _live(config, state)  # rows overwritten, still in files
 
+    # 3. materialize --force publishes a new version of every partition, the same records.
+    versions = {tp: p.version for tp, p in publications(config).items()}
+    _cli(work, spark_conf_dir, "materialize", "--config", config_path, "--force")
+    assert {tp: p.version for tp, p in publications(config).items()} == {
+        tp: v + 1 for tp, v in versions.items()
+    }
+    _check_model(config, log, log.rolled())
+
+    # 4. purge, half an SLA later.
     purged = _cli(work, spark_conf_dir, "purge", "--config", config_path, now_ms=PURGE_MS)
     assert "completed" in purged
     sla = ("sla", "--config", config_path, "--format", "json")
