@@ -20,16 +20,7 @@ from segcompact.compaction.rules import (
     ranks,
     tombstones,
 )
-from segcompact.config import (
-    CompactionStrategy,
-    CompactorConfig,
-    OutputConfig,
-    SourceConfig,
-    StateConfig,
-    StreamConfig,
-    TombstoneMode,
-    TopicConfig,
-)
+from segcompact.config import CompactionStrategy, TombstoneMode, TopicConfig, parse_config
 from segcompact.format.arrow import SCHEMA
 from tests.support.model import header_version, is_tombstone, order_key
 
@@ -167,16 +158,22 @@ def test_tombstone_modes_on_hand_picked_records() -> None:
 
 
 def test_rankings_travel_as_json_and_bad_json_is_refused() -> None:
-    config = CompactorConfig(
-        SourceConfig(("/logs",)),
-        StateConfig("/state"),
-        OutputConfig("/out"),
-        StreamConfig("/chk"),
-        topics={
-            "h": TopicConfig(compaction_strategy=CompactionStrategy.HEADER, strategy_header="ver"),
-            "lag": TopicConfig(min_compaction_lag_ms=1000),
-            "flag": TopicConfig(tombstone_mode=TombstoneMode.HEADER, tombstone_header="gone"),
+    config = parse_config(
+        {
+            "source": {"paths": ["/logs"]},
+            "state": {"table": "/state"},
+            "output": {"path": "/out"},
+            "stream": {"checkpoint": "/chk"},
+            "topics": {
+                "h": {"compaction.strategy": "header", "compaction.strategy.header": "ver"},
+                "lag": {"min.compaction.lag.ms": 1000},
+                "flag": {
+                    "compaction.tombstone.mode": "header",
+                    "compaction.tombstone.header": "gone",
+                },
+            },
         },
+        "test",
     )
     rankings = Rankings.of(config)
     assert Rankings.from_json(rankings.to_json()) == rankings
