@@ -253,7 +253,7 @@ def test_a_topic_is_compacted_once_merges_leave_enough_small_files(
     state = s.config.state.table
 
     def files(topic: str) -> int:
-        return len(DeltaTable(state).file_uris([("topic", "=", topic)]))
+        return len(DeltaTable(state).file_uris(file_pruning_predicate=[("topic", "=", topic)]))
 
     s.arrive(
         [("by-offset", 0, segments[0]), ("by-offset", 1, segments[0]), ("by-flag", 0, other[0])]
