@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from segcompact.clock import ManualClock
 from segcompact.config import CompactorConfig, load_config
@@ -25,6 +25,7 @@ from segcompact.spark.job import Compactor
 from segcompact.spark.small_files import MIN_FILES
 from segcompact.spark.tables import Table, session_settings
 from segcompact.storage import LocalInputFile
+from tests.e2e.harness import delta_rows
 from tests.support import config as support_config
 from tests.support.model import ReferenceModel, StateRow, read_log_records
 from tests.support.spark import jobs_started
@@ -63,21 +64,21 @@ def write_config(tmp: Path) -> CompactorConfig:
     )
 
 
-def state_rows(spark: SparkSession, config: CompactorConfig) -> dict[tuple[str, int, bytes], Any]:
-    rows = spark.read.format("delta").load(config.state.table).collect()
+def state_rows(config: CompactorConfig) -> dict[tuple[str, int, bytes], Any]:
+    """The state table's rows, read by delta-rs (milliseconds, where Spark takes a job)."""
     return {
-        (r.topic, r.partition, bytes(r.key)): (
-            r.offset,
-            _ms(r.timestamp),
-            r.timestampType,
-            _b(r.value),
-            tuple((h.key, _b(h.value)) for h in r.headers),
-            r.order_value,
-            r.tombstone,
-            _ms(r.delete_horizon),
-            _ms(r.cleaned_at),
+        (r["topic"], r["partition"], r["key"]): (
+            r["offset"],
+            _ms(r["timestamp"]),
+            r["timestampType"],
+            r["value"],
+            tuple((h["key"], h["value"]) for h in r["headers"]),
+            r["order_value"],
+            r["tombstone"],
+            _ms(r["delete_horizon"]),
+            _ms(r["cleaned_at"]),
         )
-        for r in rows
+        for r in delta_rows(config, config.state.table).to_pylist()
     }
 
 
@@ -102,10 +103,6 @@ def _ms(value: Any) -> int | None:
     return None if value is None else round(value.timestamp() * 1000)
 
 
-def _b(value: Any) -> bytes | None:
-    return None if value is None else bytes(value)
-
-
 class Scenario:
     """Segments that arrive in steps, applied to Spark and to the model alike."""
 
@@ -127,9 +124,9 @@ class Scenario:
         self.model.expire(self.clock.now_ms())
 
     def check(self) -> None:
-        assert state_rows(self.spark, self.config) == model_rows(self.model)
-        young = self.spark.read.format("delta").load(self.config.state.young_table).collect()
-        assert sorted((r.topic, r.partition, r.offset) for r in young) == sorted(
+        assert state_rows(self.config) == model_rows(self.model)
+        young = delta_rows(self.config, self.config.state.young_table).to_pylist()
+        assert sorted((r["topic"], r["partition"], r["offset"]) for r in young) == sorted(
             (*tp, offset) for tp, records in self.model.young.items() for offset in records
         )
 
@@ -174,7 +171,7 @@ def test_same_segment_twice_changes_nothing(spark: SparkSession, tmp_path: Path)
     s = Scenario(spark, tmp_path)
     segments = generate_partition(rnd, codec=Compression.SNAPPY)
     s.arrive([("by-offset", 0, seg) for seg in segments])
-    before = state_rows(spark, s.config)
+    before = state_rows(s.config)
     # The same files again under a second root: new paths, same records.
     copy = tmp_path / "copy"
     shutil.copytree(tmp_path / "in", copy)
@@ -193,7 +190,7 @@ def test_same_segment_twice_changes_nothing(spark: SparkSession, tmp_path: Path)
         s.clock,
     )
     twice.run_once()
-    assert state_rows(spark, s.config) == before
+    assert state_rows(s.config) == before
     # Two copies of a log are not reduced together in their task: the merge reduced them.
     assert {r["one_per_key"] for r in twice.merger.last_stats} == {False}
     assert {r["segments"] for r in twice.merger.last_stats} == {2 * len(segments)}
@@ -214,8 +211,8 @@ def test_a_steady_batch_makes_two_delta_commits_and_an_idle_run_no_spark_job(
     tables = s.compactor.tables.all()
     before = {name: t.reader(spark).version() for name, t in tables.items()}
     # The batch's partitions were new: their rows were appended, not merged into nothing.
-    first = spark.sql(f"DESCRIBE HISTORY delta.`{s.config.state.partitions_table}`")
-    assert [r.operation for r in first.where("version = 1").collect()] == ["WRITE"]
+    first = DeltaTable(s.config.state.partitions_table).history()
+    assert [h["operation"] for h in first if h["version"] == 1] == ["WRITE"]
 
     s.arrive([("by-offset", 0, segments[-1])])  # one more segment, nothing due
 
@@ -224,17 +221,17 @@ def test_a_steady_batch_makes_two_delta_commits_and_an_idle_run_no_spark_job(
     commits = {name: t.reader(spark).version() - before[name] for name, t in tables.items()}
     assert commits == {"state": 1, "young": 0, "partitions": 1, "pending": 0, "ledger": 0}
     # The state MERGE read only the batch's partition's files: its metrics say so.
-    merge = spark.sql(f"DESCRIBE HISTORY delta.`{s.config.state.table}` LIMIT 1").first()
-    assert merge is not None and merge.operation == "MERGE"
-    assert "by-offset" in str(merge.operationParameters["predicate"])
+    state = DeltaTable(s.config.state.table)
+    (merge,) = state.history(limit=1)
+    assert merge["operation"] == "MERGE"
+    assert "by-offset" in str(merge["operationParameters"]["predicate"])
     # Deletion vectors: the rows it replaced are marked deleted in the partition's one file,
     # none is copied, and no file is rewritten.
-    metrics = {k: int(v) for k, v in merge.operationMetrics.items()}
+    metrics = {k: int(v) for k, v in merge["operationMetrics"].items()}
     assert metrics["numTargetDeletionVectorsAdded"] == 1
     assert metrics["numTargetFilesRemoved"] == metrics["numTargetRowsCopied"] == 0
     assert metrics["numTargetRowsUpdated"] + metrics["numTargetRowsDeleted"] > 0
-    layout = spark.sql(f"DESCRIBE DETAIL delta.`{s.config.state.table}`").first()
-    assert layout is not None and layout.partitionColumns == ["topic"]
+    assert state.metadata().partition_columns == ["topic"]
 
     # A restart with no new segment and nothing due: no streaming query, no Spark job, no
     # Delta commit.
@@ -256,8 +253,7 @@ def test_a_topic_is_compacted_once_merges_leave_enough_small_files(
     state = s.config.state.table
 
     def files(topic: str) -> int:
-        rows = spark.read.format("delta").load(state).where(F.col("topic") == topic)
-        return rows.select("_metadata.file_path").distinct().count()
+        return len(DeltaTable(state).file_uris(file_pruning_predicate=[("topic", "=", topic)]))
 
     s.arrive(
         [("by-offset", 0, segments[0]), ("by-offset", 1, segments[0]), ("by-flag", 0, other[0])]
@@ -269,9 +265,9 @@ def test_a_topic_is_compacted_once_merges_leave_enough_small_files(
         s.arrive([("by-offset", 0, segments[2])])  # another: the topic compacted into one
     s.check()
     assert (files("by-offset"), files("by-flag")) == (1, 1)
-    history = spark.sql(f"DESCRIBE HISTORY delta.`{state}`").orderBy("version").collect()
-    assert [r.operation for r in history[1:]] == ["WRITE", "MERGE", "MERGE", "OPTIMIZE"]
-    predicate = history[-1].operationParameters["predicate"]
+    history = sorted(DeltaTable(state).history(), key=lambda h: h["version"])
+    assert [h["operation"] for h in history[1:]] == ["WRITE", "MERGE", "MERGE", "OPTIMIZE"]
+    predicate = history[-1]["operationParameters"]["predicate"]
     assert "by-offset" in predicate and "by-flag" not in predicate
     # Not Delta's auto compaction, which compacts a partition at a JVM's first write to it.
     assert (
@@ -299,12 +295,12 @@ def test_graduation_cut_short_after_its_merge_is_finished_by_the_next(
     with pytest.raises(RuntimeError, match="killed"):
         s.compactor.merger.graduate(s.clock.now_ms())
     monkeypatch.undo()
-    assert young.read(spark).count() > 0  # merged into state, not yet deleted
+    assert delta_rows(s.config, young.name).num_rows > 0  # merged into state, not yet deleted
     s.compactor.upkeep()
     s.model.graduate(s.clock.now_ms())
     s.model.expire(s.clock.now_ms())
     s.check()
-    assert not s.model.young and young.read(spark).count() == 0
+    assert not s.model.young and delta_rows(s.config, young.name).num_rows == 0
 
 
 def test_the_backlog_of_a_run_is_its_segments_bytes_and_each_batch_moves_through_them(
@@ -317,27 +313,27 @@ def test_the_backlog_of_a_run_is_its_segments_bytes_and_each_batch_moves_through
         )
     )
     segments = generate_partition(random.Random(11))
-    sizes = [seg.write(tmp_path / "in" / "t-0").stat().st_size for seg in segments[:3]]
+    sizes = [seg.write(tmp_path / "in" / "t-0").stat().st_size for seg in segments[:2]]
     compactor = Compactor(spark, config, ManualClock(START_MS))
 
     backlog = compactor.backlog()
     assert backlog.total == sum(sizes)
     done: list[int] = []
     compactor.run_once(on_batch=lambda batch: done.append(backlog.done(batch)))
-    assert done == [sum(sizes[:1]), sum(sizes[:2]), sum(sizes)]  # one segment a batch
+    assert done == [sizes[0], sum(sizes)]  # one segment a batch
 
     assert compactor.backlog().total == 0 and compactor.backlog().empty  # all read, committed
     # A run killed after planning its last batch and before committing it reads it again.
     commits = Path(config.stream.checkpoint) / "query" / "commits"
-    for name in ("2", ".2.crc"):  # as a kill before the commit leaves it
+    for name in ("1", ".1.crc"):  # as a kill before the commit leaves it
         (commits / name).unlink()
     again = compactor.backlog()
-    assert again.in_flight and not again.empty and again.total == sizes[2]
+    assert again.in_flight and not again.empty and again.total == sizes[1]
     done.clear()
     compactor.run_once(on_batch=lambda batch: done.append(again.done(batch)), backlog=again)
-    assert done == [sizes[2]] and (commits / "2").exists()
+    assert done == [sizes[1]] and (commits / "1").exists()
 
-    later = segments[3].write(tmp_path / "in" / "t-0").stat().st_size
+    later = segments[2].write(tmp_path / "in" / "t-0").stat().st_size
     backlog = compactor.backlog()
     assert backlog.total == later
     done.clear()
@@ -365,8 +361,8 @@ def test_a_pending_table_of_an_earlier_version_is_classified_once_and_decided_as
     old = spark.read.format("delta").load(pending).drop("order_value", "bad_version", "tombstone")
     old.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(pending)
     s.compactor = Compactor(spark, s.config, s.clock)  # opens the tables
-    rows = spark.read.format("delta").load(pending).collect()
-    assert {r.offset: (r.order_value, r.bad_version, r.tombstone) for r in rows} == {
+    rows = delta_rows(s.config, pending).to_pylist()
+    assert {r["offset"]: (r["order_value"], r["bad_version"], r["tombstone"]) for r in rows} == {
         0: (-7, False, False),
         1: (None, False, True),
     }

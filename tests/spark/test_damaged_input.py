@@ -23,7 +23,7 @@ from segcompact.format.record import Record
 from segcompact.spark.job import Compactor
 from segcompact.spark.table_reader import SparkSql
 from segcompact.status import read_status
-from tests.e2e.harness import state_table
+from tests.e2e.harness import native_state
 from tests.support.config import write_config
 
 pytestmark = pytest.mark.spark
@@ -98,7 +98,7 @@ def test_damage_stays_in_its_partition_and_a_restart_changes_nothing(
     config = _config(tmp_path / "job", root)
     clock = ManualClock(NOW_MS)
     Compactor(spark, config, clock).run_once()
-    before = state_table(spark, config)
+    before = native_state(config)
 
     reasons = _damage(root)
     _segment(root / "healthy-0", 10, _batch(10, 6, b"h2"))
@@ -110,7 +110,7 @@ def test_damage_stays_in_its_partition_and_a_restart_changes_nothing(
     (root / "escaped-0").symlink_to(outside / "escaped-0")
 
     Compactor(spark, config, clock).run_once()
-    after = state_table(spark, config)
+    after = native_state(config)
     status = {r["topic"]: r for r in read_status(config, NOW_MS, partial(SparkSql, spark))}
     for topic, reason in reasons.items():
         line = status[topic]["uncleanable"]
@@ -130,13 +130,13 @@ def test_damage_stays_in_its_partition_and_a_restart_changes_nothing(
     _segment(alone / "reordered-0", 10, _batch(10, 5, b"r"))
     clean = _config(tmp_path / "clean", alone)
     Compactor(spark, clean, clock).run_once()
-    assert {k: v for k, v in after.items() if k[0] in ("healthy", "reordered")} == state_table(
-        spark, clean
+    assert {k: v for k, v in after.items() if k[0] in ("healthy", "reordered")} == native_state(
+        clean
     )
 
     # A restart reads nothing new and fails on nothing: no crash loop, no change.
     Compactor(spark, config, clock).run_once()
-    assert state_table(spark, config) == after
+    assert native_state(config) == after
 
 
 def test_segments_that_overlap_with_the_same_records_read_as_one_log(
@@ -155,6 +155,6 @@ def test_segments_that_overlap_with_the_same_records_read_as_one_log(
     overlapping, clean = _config(tmp_path / "job", root), _config(tmp_path / "clean", alone)
     for config in (overlapping, clean):
         Compactor(spark, config, clock).run_once()
-    assert state_table(spark, overlapping) == state_table(spark, clean)
+    assert native_state(overlapping) == native_state(clean)
     [row] = read_status(overlapping, NOW_MS, partial(SparkSql, spark))
     assert row["uncleanable"] is None and row["log_end_offset"] == 30

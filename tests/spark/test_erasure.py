@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -34,6 +35,7 @@ from segcompact.spark.ledger import record_deletes
 from segcompact.spark.source import NAME, register
 from segcompact.spark.table_reader import SparkSql
 from segcompact.storage import LocalFileSystem, LocalInputFile
+from tests.e2e.harness import delta_rows
 from tests.support import config as support_config
 
 pytestmark = pytest.mark.spark
@@ -92,9 +94,14 @@ def holding(config: CompactorConfig, needle: bytes) -> list[str]:
     return found
 
 
-def ledger(spark: SparkSession, config: CompactorConfig, kind: str) -> list[dict[str, Any]]:
-    rows = spark.read.format("delta").load(config.state.ledger_table).where(f"kind = '{kind}'")
-    return [r.asDict() for r in rows.orderBy("topic", "partition", "offset", "round").collect()]
+def ledger(config: CompactorConfig, kind: str) -> list[dict[str, Any]]:
+    """The ledger's rows of ``kind``, read by delta-rs, in Spark's ascending order (nulls
+    first) of topic, partition, offset and round."""
+    rows = [
+        r for r in delta_rows(config, config.state.ledger_table).to_pylist() if r["kind"] == kind
+    ]
+    order = ("topic", "partition", "offset", "round")
+    return sorted(rows, key=lambda r: [(r[c] is not None, r[c]) for c in order])
 
 
 def _key_rows_by_both_engines(spark: SparkSession, config: CompactorConfig, key: bytes) -> KeyRows:
@@ -129,7 +136,7 @@ def test_deleted_and_overwritten_values_are_gone_by_the_deadline(
     clock.advance(60_000)
     arrive(tmp_path, 0, segment(2, [(b"user-1", b"MARKER-BRAVO")], clock.now_ms()))
     compactor.run_once()
-    state_before_delete = _version(spark, config.state.table)
+    state_before_delete = DeltaTable(config.state.table).version()
     clock.advance(60_000)
     deleted_at = clock.now_ms()
     arrive(tmp_path, 0, segment(3, [(b"user-1", None)], deleted_at))
@@ -145,10 +152,8 @@ def test_deleted_and_overwritten_values_are_gone_by_the_deadline(
         text = Path(path).read_bytes()
         for needle in (b"user-1", b"user-9", b"MARKER"):
             assert needle not in text, (path, needle)
-    properties = spark.sql(f"SHOW TBLPROPERTIES delta.`{config.state.ledger_table}`").collect()
-    assert ("delta.deletedFileRetentionDuration", "interval 0 milliseconds") in {
-        (r.key, r.value) for r in properties
-    }
+    properties = DeltaTable(config.state.ledger_table).metadata().configuration
+    assert properties["delta.deletedFileRetentionDuration"] == "interval 0 milliseconds"
 
     clock.advance(SLA_MS // 2)  # erasure is due from a quarter of the SLA: the upkeep timer's work
     report = compactor.upkeep()
@@ -157,7 +162,7 @@ def test_deleted_and_overwritten_values_are_gone_by_the_deadline(
     for marker in (b"MARKER-ALPHA", b"MARKER-BRAVO", b"MARKER-CHARLIE"):
         assert holding(config, marker) == [], marker
     assert holding(config, b"live"), "the live value must stay"
-    deletes = ledger(spark, config, "delete")
+    deletes = ledger(config, "delete")
     assert [(d["partition"], d["offset"]) for d in deletes] == [(0, 3), (1, 1)]
     for d in deletes:
         assert d["status"] == "met" and d["breach_stage"] is None
@@ -170,7 +175,7 @@ def test_deleted_and_overwritten_values_are_gone_by_the_deadline(
         assert _ms(d["deadline"]) == deleted_at + SLA_MS
         assert _ms(d["completed_at"]) <= deleted_at + SLA_MS
         assert d["tombstone_expired_at"] is None
-    rounds = ledger(spark, config, "round")
+    rounds = ledger(config, "round")
     assert {(r["partition"], r["status"]) for r in rounds} == {(0, "met"), (1, "met")}
     rows = _key_rows_by_both_engines(spark, config, b"user-2")
     assert rows.current == Held(1, tombstone=False) and not rows.ledger  # live, never deleted
@@ -191,7 +196,7 @@ def test_deleted_and_overwritten_values_are_gone_by_the_deadline(
     for key in (b"user-1", b"user-9"):
         assert holding(config, key) == [], key
     assert holding(config, b"user-2"), "the live key must stay"
-    for d in ledger(spark, config, "delete"):
+    for d in ledger(config, "delete"):
         assert d["tombstone_expired_at"] is not None
     # Nothing is due any more: another upkeep opens no round.
     assert compactor.upkeep().opened is None
@@ -221,13 +226,13 @@ def test_a_version_that_cannot_be_removed_is_a_breach(
     clock.advance(SLA_MS // 2)
     report = compactor.upkeep()
     assert report.completed == []
-    (row,) = ledger(spark, config, "round")
+    (row,) = ledger(config, "round")
     assert row["status"] == "pending" and "v1" in row["error"]
     assert row["versions_removed_at"] is None
 
     clock.advance(SLA_MS)  # past the deadline, still not removable
     compactor.upkeep()
-    (row,) = ledger(spark, config, "round")
+    (row,) = ledger(config, "round")
     assert (row["status"], row["breach_stage"]) == ("breached", "versions_removed")
     assert holding(config, b"MARKER-ALPHA"), "the stuck version still holds the old value"
 
@@ -245,7 +250,7 @@ def test_erasure_interrupted_after_the_merge_completes_after_a_restart(
     restarted = Compactor(spark, config, clock)
     report = restarted.upkeep()
     assert report.completed == [report.opened]
-    (d,) = ledger(spark, config, "delete")
+    (d,) = ledger(config, "delete")
     # The original append; the record's timestamp is ahead of the clock and buys no time.
     assert d["status"] == "met" and _ms(d["appended_at"]) == T0
     assert holding(config, b"MARKER-ALPHA") == []
@@ -270,13 +275,13 @@ def test_a_crash_after_a_round_is_written_opens_no_second_round(
         m.setattr(Eraser, "_clear_marks", killed)
         with pytest.raises(RuntimeError, match="killed before"):
             Compactor(spark, config, clock).upkeep(force=True)
-    (taken,) = ledger(spark, config, "round")
+    (taken,) = ledger(config, "round")
     assert taken["erasure_mark"] is not None
     report = Compactor(spark, config, clock).upkeep(force=True)
     assert report.opened is None
-    assert [r["round"] for r in ledger(spark, config, "round")] == [taken["round"]]
-    marks = spark.read.format("delta").load(config.state.partitions_table)
-    assert marks.where("erasure_from IS NOT NULL").count() == 0
+    assert [r["round"] for r in ledger(config, "round")] == [taken["round"]]
+    marks = delta_rows(config, config.state.partitions_table).column("erasure_from")
+    assert marks.null_count == len(marks) > 0
 
 
 def test_a_replayed_batch_adds_its_deletes_to_the_ledger_once(
@@ -298,10 +303,10 @@ def test_a_replayed_batch_adds_its_deletes_to_the_ledger_once(
     )
     compactor.merger(batch, 0)
     compactor.merger(batch, 0)
-    (row,) = ledger(spark, config, "delete")
+    (row,) = ledger(config, "delete")
     assert (row["offset"], row["status"]) == (1, "pending")
-    history = spark.sql(f"DESCRIBE HISTORY delta.`{config.state.ledger_table}`").collect()
-    assert [r.operation for r in history if r.operation in ("WRITE", "MERGE")] == ["WRITE"]
+    history = DeltaTable(config.state.ledger_table).history()
+    assert [h["operation"] for h in history if h["operation"] in ("WRITE", "MERGE")] == ["WRITE"]
 
 
 def test_graduated_tombstones_get_one_ledger_row_each_however_often_graduation_runs(
@@ -328,11 +333,11 @@ def test_graduated_tombstones_get_one_ledger_row_each_however_often_graduation_r
     arrive(tmp_path, 0, segment(0, [(b"user-1", b"MARKER-ALPHA"), (b"user-1", None)], T0))
     compactor = Compactor(spark, config, clock)
     compactor.run_once()
-    assert ledger(spark, config, "delete") == [], "young: not in the state yet"
+    assert ledger(config, "delete") == [], "young: not in the state yet"
 
     clock.advance(2 * lag_ms)
     compactor.merger.graduate(clock.now_ms())
-    (row,) = ledger(spark, config, "delete")
+    (row,) = ledger(config, "delete")
     assert (row["offset"], row["seen_at"], row["status"]) == (1, None, "pending")
     tombstones = spark.createDataFrame(
         [("users", 0, b"user-1", 1, None, None)],
@@ -349,7 +354,7 @@ def test_graduated_tombstones_get_one_ledger_row_each_however_often_graduation_r
         now=clock.now_ms(),
         batch=None,
     )
-    assert [r["offset"] for r in ledger(spark, config, "delete")] == [1]
+    assert [r["offset"] for r in ledger(config, "delete")] == [1]
 
 
 def test_a_topic_with_an_sla_needs_the_secret(
@@ -358,10 +363,6 @@ def test_a_topic_with_an_sla_needs_the_secret(
     monkeypatch.delenv(SECRET_VARIABLE, raising=False)
     with pytest.raises(Exception, match=SECRET_VARIABLE):
         Compactor(spark, write_config(tmp_path), ManualClock(T0))
-
-
-def _version(spark: SparkSession, table: str) -> int:
-    return int(spark.sql(f"DESCRIBE HISTORY delta.`{table}` LIMIT 1").first()["version"])
 
 
 def _ms(value: Any) -> int:
@@ -414,5 +415,5 @@ def test_deletion_vectors_are_purged_before_vacuum(
     assert report.completed == [report.opened], report.waiting
     assert holding(config, b"MARKER-ALPHA") == []
     assert holding(config, b"MARKER-BRAVO")  # the live value
-    history = spark.sql(f"DESCRIBE HISTORY delta.`{config.state.table}`").collect()
-    assert any(r.operation.startswith("REORG") for r in history)
+    history = DeltaTable(config.state.table).history()
+    assert any(h["operation"].startswith("REORG") for h in history)
