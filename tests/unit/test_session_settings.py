@@ -24,6 +24,7 @@ def test_a_short_lived_session_compiles_with_c1_alone_and_the_continuous_job_kee
     assert SHORT_LIVED_JVM.split() == [
         "-XX:TieredStopAtLevel=1",
         "-XX:MetaspaceSize=256m",
+        "-XX:ReservedCodeCacheSize=240m",
         "-XX:+UseParallelGC",
     ]
     assert JAVA_OPTIONS not in config_settings(config, long_running=True)

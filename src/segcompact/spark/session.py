@@ -240,8 +240,10 @@ def config_settings(config: CompactorConfig, *, long_running: bool = False) -> d
 # instead of five and spent 1.7 CPU s collecting instead of 2.0 to 2.2 (the JVM's GC log). The
 # parallel collector does without G1's concurrent marking and remembered sets: 1.5 CPU s less
 # of `run --once` on 268 MB (30.2 to 28.6, 4 runs each), none on an empty source. The
-# continuous job keeps C2, G1 and the default metaspace threshold.
-SHORT_LIVED_ANY_GC = "-XX:TieredStopAtLevel=1 -XX:MetaspaceSize=256m"
+# continuous job keeps C2, G1 and the default metaspace threshold. C1 alone would reserve a
+# code cache of 48 MiB, which Spark's generated code fills in minutes (the tests' sessions
+# did, and a VACUUM once failed on it): tiered compilation's 240 MiB, reserved, not used.
+SHORT_LIVED_ANY_GC = "-XX:TieredStopAtLevel=1 -XX:MetaspaceSize=256m -XX:ReservedCodeCacheSize=240m"
 SHORT_LIVED_JVM = f"{SHORT_LIVED_ANY_GC} -XX:+UseParallelGC"
 _CHOOSES_GC = re.compile(r"-XX:\+Use\w+GC\b")
 
