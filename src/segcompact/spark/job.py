@@ -345,7 +345,6 @@ class GracefulStop:
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
         self._signalled = True
-        logging.getLogger().addFilter(_cut_off_by_the_stop)
         self.requested.set()
 
     def wait(self, compactor: Compactor, query: StreamingQuery) -> None:
@@ -363,16 +362,3 @@ class GracefulStop:
             elif query.isActive and not query.status["isTriggerActive"]:
                 compactor.upkeep_if_due()  # idle: no batch will run it
         _finish(query)
-
-
-def _cut_off_by_the_stop(record: logging.LogRecord) -> bool:
-    """False for py4j's report of a command whose connection the JVM closed, once a stop is
-    requested: py4j logs it on the root logger with its traceback (``logging.exception``), and
-    a SIGTERM to every process of the job at once (systemd's stop) made one in a run that then
-    ended 0, its batch committed. Any other record passes; a failure that matters reaches
-    :func:`_finish` and ends the run with 1."""
-    error = record.exc_info[1] if record.exc_info else None
-    return not (
-        record.getMessage() == "Exception while sending command."
-        and type(error).__name__ == "Py4JNetworkError"
-    )

@@ -24,9 +24,11 @@ import contextlib
 import logging
 import signal
 import subprocess
+import threading
 from collections.abc import Iterator
 from typing import Any
 
+from py4j.clientserver import SHUTDOWN_FINALIZER_WORKER, FinalizerWorker
 from pyspark import SparkContext, java_gateway
 from pyspark.sql import SparkSession
 
@@ -72,6 +74,7 @@ def stop_session(spark: SparkSession) -> None:
     proc = getattr(gateway, "proc", None)
     if proc is None:
         return
+    _send_releases(gateway)
     # pyspark's gateway exits at the end of its stdin (PythonGatewayServer).
     with contextlib.suppress(OSError):
         proc.stdin.close()
@@ -84,3 +87,24 @@ def stop_session(spark: SparkSession) -> None:
     # A session started after this one starts a JVM of its own.
     SparkContext._gateway = None
     SparkContext._jvm = None
+
+
+def _send_releases(gateway: Any) -> None:
+    """Tell the JVM of every Java object this process let go of, then end py4j's thread that
+    does so: before the JVM is told to exit.
+
+    py4j releases a Java object whose Python reference goes from a worker thread of its own
+    (a "memory delete" command each). Spark's stop lets go of many; a release still in flight
+    when the JVM exits met its closed connection, and py4j logged that on the root logger with
+    its traceback (a SIGTERM'd ``run`` that then ended 0, its batch committed). The worker
+    takes its queue from the right: the end marker, added on the left, comes after every
+    release already queued. A release queued later is never sent: the JVM is going."""
+    queue = getattr(getattr(gateway, "_gateway_client", None), "finalizer_deque", None)
+    if queue is None:
+        return
+    workers = [
+        t for t in threading.enumerate() if isinstance(t, FinalizerWorker) and t.deque is queue
+    ]
+    queue.appendleft(SHUTDOWN_FINALIZER_WORKER)
+    for worker in workers:
+        worker.join(timeout=JVM_EXIT_TIMEOUT_S)
