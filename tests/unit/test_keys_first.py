@@ -52,10 +52,11 @@ def records(draw: st.DrawFn, offset: int) -> Record:
 @st.composite
 def segments(draw: st.DrawFn) -> list[list[bytes]]:
     """One or two segments of v2 batches: plain, transactional, control (a marker each),
-    compressed or not, with gaps in their offsets."""
+    compressed or not, with gaps in their offsets; the second may go back (a damaged log)."""
     out: list[list[bytes]] = []
     offset = 0
     for _ in range(draw(st.integers(1, 2))):
+        offset = draw(st.sampled_from([offset, offset, offset // 2]))
         batches = []
         for _ in range(draw(st.integers(1, 5))):
             offset += draw(st.integers(0, 2))
@@ -93,12 +94,13 @@ rankings = st.builds(
 
 def write(directory: Path, segments: list[list[bytes]]) -> list[Path]:
     paths = []
-    for batches in segments:
+    for i, batches in enumerate(segments):
         base = struct.unpack_from(">q", batches[0])[0]
-        with SegmentWriter(LocalOutputDirectory(directory), base) as writer:
+        (directory / str(i)).mkdir()
+        with SegmentWriter(LocalOutputDirectory(directory / str(i)), base) as writer:
             for b in batches:
                 writer.append(b)
-        paths.append(directory / writer.log_name)
+        paths.append(directory / str(i) / writer.log_name)
     return paths
 
 

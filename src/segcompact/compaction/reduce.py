@@ -25,14 +25,23 @@ held (and filtered again as later records supersede them, when their bytes have 
 grown by an eighth of the budget: up to three eighths of it then) and leave when the log ends:
 one pass. When they do not (a log of many distinct keys), they are dropped and the fronts
 alone go on, holding keys and ranks but no values; the log is then decoded a second time
-(:attr:`SegmentReducer.rescan`, :meth:`SegmentReducer.again`) and the records still on a
-front leave as they come. When a chunk could take the fronts past the budget, a round ends
-before it (what it kept leaves, or is marked for the second pass) and new fronts start; the
-merge reduces across rounds as it does across tasks.
+(:attr:`SegmentReducer.rescan`) and the records that leave are built as they come, the others
+checked but not stored (:meth:`SegmentReducer.select`). When a chunk could take the fronts past
+the budget, a round ends before it (what it kept leaves, or is marked for the second pass) and
+new fronts start; the merge reduces across rounds as it does across tasks.
+
+Decoding keys first (``keys_first``: the source's choice for a log past a chunk's bytes) is that
+second pass from the start: the first pass's chunks hold keys, offsets, timestamps, attributes,
+batch fields and each value's validity, and headers only where the topic's rules read one, no
+values; nothing is held; the second pass builds the records that leave only, and skips the
+batches that hold none (their CRC checked, not decompressed). Most records of a compacted log
+lose: their values are never copied, at the cost of reading the files twice, as Kafka's
+cleaner does. Its memory is the fronts (up to the budget) and a chunk of those columns.
 
 Memory is bounded by records too, for logs of millions of tiny records: a round also ends before
 a chunk that would take it past ``budget_records`` records (a front keeps a flag per record of
-its round), and what the second pass needs of each round is one bit per record.
+its round, and the round two bits per record: which are candidates, which others wait for the
+second pass), and what the second pass needs of each round is one bit per record.
 """
 
 from __future__ import annotations
