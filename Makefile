@@ -21,7 +21,7 @@ TEST_WORKERS ?= 2
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: setup demo test chaos fuzz fuzzers bench bench-readonly bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory bench-partitions bench-skew bench-scaling bench-ship soak golden clean java chromium minio crds bundle-schema
+.PHONY: setup demo test chaos fuzz fuzzers bench bench-readonly bench-reduce bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory bench-partitions bench-skew bench-scaling bench-ship soak golden clean java chromium minio crds bundle-schema
 
 setup: java $(BIN)/.installed $(DELTA_JARS) $(S3_JARS)
 
@@ -137,6 +137,10 @@ test: setup chromium $(KAFKA_JARS) $(MINIO) crds fuzzers
 
 bench: setup
 	$(BIN)/python -m tests.benchmarks.decode --size-mib 256
+
+# Reducing a 128 MiB lz4 log in its decoding task: in one pass beside keys first.
+bench-reduce: setup
+	$(BIN)/python -m tests.benchmarks.reduce --size-mib 128
 
 # Encoding records into v2 batches, beside kafka-python's builder and the lz4 + CRC floor.
 bench-encode: setup

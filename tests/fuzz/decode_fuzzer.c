@@ -16,6 +16,10 @@
  * The same input is also scanned (decode without columns, as CColumnBuilder.cuts does, slices of
  * at most 1 + count % 7 records or 1 + base_offset % 64 bytes): it must fail alike, or cut the
  * records into rising slices that end at the last record and the last byte.
+ * It is also decoded storing less (a Store: values and headers as the prefix's high bits say,
+ * and the records whose byte of the records section, taken in turn, is odd): it must fail
+ * alike, or store the records kept, with the offsets the whole decode gave them, and no value
+ * bytes or headers where it keeps none.
  * The Python API parts of the file are compiled but never called. */
 #include "../../src/segcompact/format/_crecords.c"
 
@@ -42,8 +46,13 @@ last_offset(const Buf *offsets)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    Buf bufs[NBUF];
+    Buf bufs[NBUF], some[NBUF];
     Buf ends = {NULL, 0, 0};
+    DecodeError some_err = {E_NONE, NULL, 0, 0, 0};
+    Store store;
+    uint8_t *keep;
+    int stored;
+    size_t kept = 0;
     DecodeError err = {E_NONE, NULL, 0, 0, 0}, scan_err = {E_NONE, NULL, 0, 0, 0};
     Cuts cuts;
     int64_t count, n;
@@ -57,12 +66,51 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         count = n / MIN_RECORD_SIZE;
     memset(bufs, 0, sizeof bufs);
     status = decode(bufs, data + PREFIX, n, count, le64(data + 2), le64(data + 10), 7, INT32_MAX,
-                    NULL, &err);
+                    &STORE_ALL, NULL, &err);
+    keep = malloc(count ? (size_t)count : 1);
+    if (keep == NULL)
+        return 0;
+    for (int64_t i = 0; i < count; i++) {
+        keep[i] = data[PREFIX + i % n] & 1;
+        kept += keep[i];
+    }
+    store.values = !(data[1] & 0x80);
+    store.headers = !(data[1] & 0x40);
+    store.keep = keep;
+    memset(some, 0, sizeof some);
+    stored = decode(some, data + PREFIX, n, count, le64(data + 2), le64(data + 10), 7, INT32_MAX,
+                    &store, NULL, &some_err);
+    if ((stored == 0) != (status == 0) ||
+        (status != 0 && err.code != E_NOMEM && some_err.code != err.code))
+        __builtin_trap(); /* what is stored changes no check */
+    if (stored == 0) {
+        size_t j = 0;
+        if (some[B_OFFSET].len != 8 * kept || some[B_KEY_VALID].len != kept ||
+            some[B_VALUE_VALID].len != kept || some[B_HEADER_OFFSETS].len != 4 * kept ||
+            (size_t)last_offset(&some[B_VALUE_OFFSETS]) != some[B_VALUE_DATA].len ||
+            (size_t)last_offset(&some[B_HKEY_OFFSETS]) != some[B_HKEY_DATA].len ||
+            (size_t)last_offset(&some[B_HEADER_OFFSETS]) != some[B_HKEY_OFFSETS].len / 4 ||
+            (!store.values && some[B_VALUE_DATA].len) ||
+            (!store.headers && some[B_HKEY_OFFSETS].len))
+            __builtin_trap();
+        for (int64_t i = 0; i < count; i++) {
+            if (!keep[i])
+                continue;
+            if (memcmp(some[B_OFFSET].data + 8 * j, bufs[B_OFFSET].data + 8 * i, 8) ||
+                memcmp(some[B_KEY_VALID].data + j, bufs[B_KEY_VALID].data + i, 1) ||
+                memcmp(some[B_VALUE_VALID].data + j, bufs[B_VALUE_VALID].data + i, 1))
+                __builtin_trap(); /* the records kept, as the whole decode has them */
+            j++;
+        }
+    }
+    free(keep);
+    for (int k = 0; k < NBUF; k++)
+        free(some[k].data);
     cuts.out = &ends;
     cuts.records = 1 + count % 7;
     cuts.bytes = 1 + (int64_t)((uint64_t)le64(data + 2) % 64);
     scanned = decode(NULL, data + PREFIX, n, count, le64(data + 2), le64(data + 10), 7, INT32_MAX,
-                     &cuts, &scan_err);
+                     &STORE_ALL, &cuts, &scan_err);
     if ((scanned == 0) != (status == 0) ||
         (status != 0 && err.code != E_NOMEM && scan_err.code != err.code))
         __builtin_trap(); /* a scan checks what a decode does */

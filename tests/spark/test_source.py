@@ -6,13 +6,12 @@ from __future__ import annotations
 import os
 import shutil
 import struct
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import Row, SparkSession
@@ -31,6 +30,7 @@ from segcompact.compaction.reduce import SegmentReducer
 from segcompact.compaction.rules import Rankings
 from segcompact.discovery import SegmentFile
 from segcompact.errors import ConfigError
+from segcompact.format.arrow import Selection
 from segcompact.format.attributes import Compression
 from segcompact.format.attributes import TimestampType as KafkaTimestampType
 from segcompact.format.batch import CRC_OFFSET, build_batch
@@ -694,17 +694,18 @@ def test_a_partitions_consecutive_segments_in_rising_order_are_read_together() -
 def _reduced_together(
     parts: list[ManifestEntry],
     monkeypatch: pytest.MonkeyPatch,
-    on_second_pass: Callable[[pa.RecordBatch], object],
+    on_second_pass: Callable[[Selection], object],
 ) -> list[dict[str, Any]]:
-    """The rows of ``read_segments`` over ``parts`` (a budget of 256 KiB), calling
-    ``on_second_pass`` with each chunk the second pass reads, before the reducer takes it."""
-    second_pass = SegmentReducer.again
+    """The rows of ``read_segments`` over ``parts`` (a budget of 256 KiB; past 32 KiB of
+    files, keys first), calling ``on_second_pass`` with each segment's selection once the
+    second pass has read it, before the reducer takes it."""
+    second_pass = SegmentReducer.done
 
-    def again(self: SegmentReducer, chunk: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
-        on_second_pass(chunk)
-        return second_pass(self, chunk)
+    def done(self: SegmentReducer, selection: Selection) -> None:
+        on_second_pass(selection)
+        second_pass(self, selection)
 
-    monkeypatch.setattr(SegmentReducer, "again", again)
+    monkeypatch.setattr(SegmentReducer, "done", done)
     out = read_segments(
         parts, chunk_records=2, chunk_bytes=32 << 10, storage=Storage(), rankings=Rankings()
     )
@@ -738,7 +739,7 @@ def test_segments_reduced_together_leave_one_candidate_per_key_of_them_all(
         first.unlink()
     again: list[int] = []
 
-    rows = _reduced_together(parts, monkeypatch, lambda chunk: again.append(chunk.num_rows))
+    rows = _reduced_together(parts, monkeypatch, lambda select: again.append(select.decoded))
 
     records_out = [r for r in rows if not r["segment_end"]]
     summaries = [r for r in rows if r["segment_end"]]

@@ -7,6 +7,7 @@ payloads, error messages included. The C builder is compiled by ``make``; a miss
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import struct
 import sys
@@ -334,6 +335,54 @@ def test_ill_formed_header_keys(key: bytes) -> None:
     py, c = (b.finish() for b in builders)
     assert c == py
     assert c.hkey_data == key.decode("utf-8", "replace").encode("utf-8")
+
+
+def stored(record: Record, values: bool, headers: bool) -> Record:
+    """What a builder made with ``values`` and ``headers`` keeps of a record."""
+    value = record.value if values or record.value is None else b""
+    return dataclasses.replace(record, value=value, headers=record.headers if headers else ())
+
+
+@pytest.mark.parametrize("make", MAKERS)
+@given(
+    appends=st.lists(batches(), max_size=5),
+    values=st.booleans(),
+    headers=st.booleans(),
+    flags=st.lists(st.none() | st.lists(st.integers(0, 255), min_size=8, max_size=8), max_size=5),
+)
+@settings(deadline=None)
+def test_what_a_builder_stores_is_the_records_it_keeps_as_its_mode_says(
+    make: Callable[..., Builder],
+    appends: list[tuple[list[Record], int, int]],
+    values: bool,
+    headers: bool,
+    flags: list[list[int] | None],
+) -> None:
+    """Both builders (so each the other's twin) store exactly the records kept, each with its
+    value's validity alone without ``values`` and no header without ``headers``."""
+    builder = make(values=values, headers=headers)
+    done: list[tuple[list[Record], int]] = []
+    for i, (records, base_offset, base_ts) in enumerate(appends):
+        keep = flags[i] if i < len(flags) else None
+        payload = encode_records(records, base_offset, base_ts)
+        args = (payload, len(records), base_offset, base_ts, i, last_delta(records, base_offset))
+        if keep is None:
+            builder.append(*args)
+        else:
+            builder.append(*args, keep=bytes(keep[: len(records)]))
+        kept = [r for j, r in enumerate(records) if keep is None or keep[j]]
+        done.append(([stored(r, values, headers) for r in kept], i))
+        assert len(builder) == sum(len(r) for r, _ in done)
+    assert builder.finish() == expected(done)
+
+
+@pytest.mark.parametrize("make", MAKERS)
+def test_keep_flags_must_match_the_records(make: Callable[[], Builder]) -> None:
+    builder = make()
+    with pytest.raises(ValueError, match="keep holds 2 flags for 1 records"):
+        builder.append(GOOD, 1, 0, 0, 0, 0, keep=b"\1\1")
+    builder.append(GOOD, 1, 0, 0, 0, 0, keep=b"\0")
+    assert len(builder) == 0
 
 
 @pytest.mark.parametrize("make", MAKERS)

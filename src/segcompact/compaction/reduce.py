@@ -25,14 +25,23 @@ held (and filtered again as later records supersede them, when their bytes have 
 grown by an eighth of the budget: up to three eighths of it then) and leave when the log ends:
 one pass. When they do not (a log of many distinct keys), they are dropped and the fronts
 alone go on, holding keys and ranks but no values; the log is then decoded a second time
-(:attr:`SegmentReducer.rescan`, :meth:`SegmentReducer.again`) and the records still on a
-front leave as they come. When a chunk could take the fronts past the budget, a round ends
-before it (what it kept leaves, or is marked for the second pass) and new fronts start; the
-merge reduces across rounds as it does across tasks.
+(:attr:`SegmentReducer.rescan`) and the records that leave are built as they come, the others
+checked but not stored (:meth:`SegmentReducer.select`). When a chunk could take the fronts past
+the budget, a round ends before it (what it kept leaves, or is marked for the second pass) and
+new fronts start; the merge reduces across rounds as it does across tasks.
+
+Decoding keys first (``keys_first``: the source's choice for a log past a chunk's bytes) is that
+second pass from the start: the first pass's chunks hold keys, offsets, timestamps, attributes,
+batch fields and each value's validity, and headers only where the topic's rules read one, no
+values; nothing is held; the second pass builds the records that leave only, and skips the
+batches that hold none (their CRC checked, not decompressed). Most records of a compacted log
+lose: their values are never copied, at the cost of reading the files twice, as Kafka's
+cleaner does. Its memory is the fronts (up to the budget) and a chunk of those columns.
 
 Memory is bounded by records too, for logs of millions of tiny records: a round also ends before
 a chunk that would take it past ``budget_records`` records (a front keeps a flag per record of
-its round), and what the second pass needs of each round is one bit per record.
+its round, and the round two bits per record: which are candidates, which others wait for the
+second pass), and what the second pass needs of each round is one bit per record.
 """
 
 from __future__ import annotations
@@ -46,9 +55,10 @@ from numpy.typing import NDArray
 from segcompact.compaction.front import Front, front
 from segcompact.compaction.rules import Ranking, classify, ranks
 from segcompact.config import CompactionStrategy
-from segcompact.format.arrow import binary_buffers
+from segcompact.format.arrow import Selection, binary_buffers
 
 _IDS_AT_ONCE = 1 << 20  # records whose flags are asked of a front at once
+_FLAGS_AT_ONCE = 1 << 16  # records whose second-pass flags are unpacked at once
 DEFAULT_BUDGET_RECORDS = 1 << 24
 
 
@@ -56,10 +66,16 @@ class SegmentReducer:
     """A log's chunks (in log order) in, the rows compaction can use out.
 
     :meth:`add` each decoded chunk, then :meth:`finish`; when :attr:`rescan` is then true, decode
-    the log again (the same records, any chunks) and give each chunk to :meth:`again` until
-    :attr:`rescanned` (:meth:`skip` the records that cannot be read again). Records are numbered
-    in log order (their id); the second pass stops at the records the first one saw, should the
-    file have grown since."""
+    the log again: each segment with the :meth:`select` of its records, giving what it builds
+    to :meth:`leave` and the selection to :meth:`done` at its end (or the log's chunks, whole,
+    to :meth:`again`, and :meth:`skip` the records that cannot be read again), until
+    :attr:`rescanned`. Records are numbered in log order (their id); the second pass stops at
+    the records the first one saw, should the file have grown since.
+
+    ``keys_first`` decodes keys first: the first pass's chunks need no values (decode them with
+    ``values=False``, and ``headers=`` :attr:`headers`); nothing leaves before the second
+    pass, which builds the records that leave only. A lagged topic's records all leave as they
+    are, in one pass: it cannot."""
 
     def __init__(
         self,
@@ -68,7 +84,11 @@ class SegmentReducer:
         budget_bytes: int,
         budget_records: int = DEFAULT_BUDGET_RECORDS,
         pure: bool = False,
+        keys_first: bool = False,
     ) -> None:
+        """Raises ValueError for a lagged topic read ``keys_first``."""
+        if keys_first and ranking.lagged:
+            raise ValueError("a lagged topic's records leave as they are: not keys first")
         self.ranking = ranking
         self.budget_bytes = budget_bytes
         self.budget_records = budget_records
@@ -80,21 +100,26 @@ class SegmentReducer:
         self._last_offset: int | None = None
         # From this id on every record leaves as it is (a lagged topic: all of them).
         self._as_is_from: int | None = 0 if ranking.lagged else None
-        # The second pass: from ``_rescan_from`` on, candidates leave where ``_decided`` (per
-        # round: its first id and one bit per record) says; from ``_raw_from`` on, the others too.
-        self._rescan_from: int | None = None
-        self._raw_from = 0
+        # The second pass: records leave where ``_decided`` (per round: its first id and one bit
+        # per record) says; the rounds that ended before it was needed are not there.
+        self._rescan = keys_first
         self._decided: list[tuple[int, int, NDArray[np.uint8]]] = []
         self._again = 0  # records of the second pass so far
-        # The sums of each pass's offsets plus one (mod 2^64; a record at offset 0 counts too):
-        # the second pass saw the first's records only if they match.
+        # The sums over each pass's records of their batch's base offset plus one (mod 2^64; a
+        # batch at offset 0 counts too): the second pass saw the first's records only if they
+        # match.
         self._sums = [0, 0]
         self._start_round()
 
     @property
     def rescan(self) -> bool:
         """Whether the log must be decoded again (after :meth:`finish`)."""
-        return self._rescan_from is not None
+        return self._rescan
+
+    @property
+    def headers(self) -> bool:
+        """Whether the first pass reads headers (the topic's version or tombstone header)."""
+        return self.ranking.header is not None or self.ranking.tombstone_header is not None
 
     @property
     def one_per_key(self) -> bool:
@@ -122,6 +147,9 @@ class SegmentReducer:
         self._round_start = self._seen  # the front's ids count from here
         self._front_ids = 0  # records given to the front
         self._candidates = 0
+        # Per chunk of the round: its first id, its records, which are candidates and which
+        # others leave in the second pass (``np.packbits``): the round's bits once it ends.
+        self._pending: list[tuple[int, int, NDArray[np.uint8], NDArray[np.uint8]]] = []
         # Candidates that were on a front when held, with their ids (first pass, holding).
         self._held: list[tuple[pa.RecordBatch, NDArray[np.int64]]] = []
         self._held_bytes = 0
@@ -135,7 +163,7 @@ class SegmentReducer:
         chunk = classify(chunk, self.ranking)
         first = self._seen
         offsets = _int64(chunk.column("offset"))
-        self._add_sum(0, offsets)
+        self._add_sum(0, chunk)
         if self._as_is_from is None and not self._rising(offsets):
             # A damaged log whose offsets do not rise: the front needs log order, so the rest
             # of the log leaves as it is (the merge still reduces it).
@@ -147,12 +175,15 @@ class SegmentReducer:
             yield from self._end_round()  # this chunk could take the fronts past a budget
         self._seen += chunk.num_rows
         if self._as_is_from is not None:
-            if not self.rescan:
+            if self.rescan:
+                self._note(first, np.zeros(chunk.num_rows, bool), np.ones(chunk.num_rows, bool))
+            else:
                 yield chunk
             return
         if len(offsets):
             self._last_offset = int(offsets[-1])
         candidate = self._candidates_of(chunk)
+        self._note(first, candidate, ~candidate & self.rescan)
         if not self.rescan and not candidate.all():
             yield chunk.filter(pa.array(~candidate))
         # Every record gets its id on the front, candidate or not.
@@ -176,7 +207,7 @@ class SegmentReducer:
         it waits for that many new ones)."""
         cap = self.budget_bytes // 4
         if self._held_bytes > cap and self._live_bound > cap and self._live_bytes() > cap:
-            self._rescan_from, self._raw_from = self._round_start, self._seen
+            self._rescan = True
             self._held, self._held_bytes, self._live_bound = [], 0, 0
             pa.default_memory_pool().release_unused()
         elif self._held_bytes > self._refilter_at:
@@ -191,38 +222,70 @@ class SegmentReducer:
         know of them)."""
         yield from self._end_round()
 
+    def select(self, first: int, records: int) -> Selection:
+        """The second pass: which of the ``records`` records from id ``first`` (a segment's, as
+        the first pass read them) leave; decode the segment with it (``decode_segment``'s
+        ``select``), give each chunk to :meth:`leave` and, at its end, the selection to
+        :meth:`done`."""
+        assert self.rescan, "no second pass was needed"
+        start, unpacked = 0, b""  # the flags of records from ``start``, a window at once
+
+        def flags(at: int, count: int) -> bytes:
+            nonlocal start, unpacked
+            if not start <= at <= at + count <= start + len(unpacked):
+                known = max(0, min(max(count, _FLAGS_AT_ONCE), records - at))
+                start, unpacked = at, self._leaving(first + at, known).tobytes()
+            # The file may have grown: nothing past ``records`` leaves.
+            return unpacked[at - start : at - start + count].ljust(count, b"\0")
+
+        return Selection(flags, records)
+
+    def leave(self, rows: pa.RecordBatch) -> pa.RecordBatch:
+        """The second pass: the rows a :meth:`select` built, classified."""
+        return classify(rows, self.ranking)
+
+    def done(self, selection: Selection) -> None:
+        """The second pass: a segment's :meth:`select` has been decoded (or as far as it
+        could: the rest of its records leave nothing)."""
+        self._again += min(selection.decoded, selection.records)
+        self._sums[1] = (self._sums[1] + selection.batches) % (1 << 64)
+        self.skip(max(0, selection.records - selection.decoded))
+
     def again(self, chunk: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
-        """The second pass: take the next chunk of the segment decoded again; yield what of it
-        leaves, classified."""
-        assert self._rescan_from is not None, "no second pass was needed"
+        """The second pass, on chunks decoded whole: take the next chunk of the log decoded
+        again; yield what of it leaves, classified."""
+        assert self.rescan, "no second pass was needed"
         first = self._again
         chunk = chunk.slice(0, max(0, min(chunk.num_rows, self._seen - first)))
-        chunk = classify(chunk, self.ranking)
         self._again += chunk.num_rows
-        self._add_sum(1, _int64(chunk.column("offset")))
-        ids = first + np.arange(chunk.num_rows)
-        candidate = self._candidates_of(chunk)
-        # A front knows its candidates only: ``decided`` says nothing of the others.
-        keep = np.zeros(chunk.num_rows, bool)
-        for start, length, bits in self._decided:
-            lo, hi = max(first, start), min(self._again, start + length)
-            if lo < hi:
-                keep[lo - first : hi - first] = _bits(bits, lo - start, hi - start)
-        keep &= candidate
-        keep |= (ids >= self._raw_from) & ~candidate
-        if self._as_is_from is not None:
-            keep[ids >= self._as_is_from] = True
+        self._add_sum(1, chunk)
+        keep = self._leaving(first, chunk.num_rows)
         if keep.any():
-            yield chunk.filter(pa.array(keep))
+            yield self.leave(chunk.filter(pa.array(keep)))
 
     def skip(self, records: int) -> None:
         """The second pass: the next ``records`` records cannot be read again (their file is
         gone or shorter); none of them leaves."""
         self._again += records
 
-    def _add_sum(self, which: int, offsets: NDArray[np.int64]) -> None:
-        total = int(np.add.reduce(offsets.view(np.uint64), dtype=np.uint64)) + len(offsets)
+    def _leaving(self, first: int, count: int) -> NDArray[np.bool_]:
+        """Whether records ``first..first + count`` leave in the second pass."""
+        keep = np.zeros(count, bool)
+        for start, length, bits in self._decided:
+            lo, hi = max(first, start), min(first + count, start + length)
+            if lo < hi:
+                keep[lo - first : hi - first] = _bits(bits, lo - start, hi - start)
+        return keep
+
+    def _add_sum(self, which: int, chunk: pa.RecordBatch) -> None:
+        bases = _int64(chunk.column("batch_base_offset"))
+        total = int(np.add.reduce(bases.view(np.uint64), dtype=np.uint64)) + len(bases)
         self._sums[which] = (self._sums[which] + total) % (1 << 64)
+
+    def _note(self, first: int, candidate: NDArray[np.bool_], leaves: NDArray[np.bool_]) -> None:
+        """Keep, for the round's end, which of a chunk's records are candidates and which
+        others leave in the second pass."""
+        self._pending.append((first, len(candidate), np.packbits(candidate), np.packbits(leaves)))
 
     def _candidates_of(self, chunk: pa.RecordBatch) -> NDArray[np.bool_]:
         """Which records of a classified chunk are candidates; their ranks are left in
@@ -276,12 +339,17 @@ class SegmentReducer:
         if self._candidates:
             self._rounds += 1
         if self.rescan:
-            # One flag per record of the round; records the front never had (they left as
-            # they are) are not on it.
+            # One flag per record of the round: a candidate's, whether it is on its front; any
+            # other's, whether it waited for the second pass (it did not leave as it came).
             decided = np.zeros(self._seen - self._round_start, bool)
-            for start in range(0, self._front_ids, _IDS_AT_ONCE):
-                stop = min(self._front_ids, start + _IDS_AT_ONCE)
-                decided[start:stop] = self._alive(self._round_start + np.arange(start, stop))
+            for first, n, candidate, leaves in self._pending:
+                at = first - self._round_start
+                on = _bits(candidate, 0, n)
+                for start in range(0, n, _IDS_AT_ONCE) if on.any() else ():
+                    stop = min(n, start + _IDS_AT_ONCE)
+                    alive = self._alive(first + np.arange(start, stop))
+                    decided[at + start : at + stop] = alive & on[start:stop]
+                decided[at : at + n] |= _bits(leaves, 0, n)
             if len(decided):
                 self._decided.append((self._round_start, len(decided), np.packbits(decided)))
             emitted = len(self._front)  # the candidates on it

@@ -28,6 +28,11 @@
  * appends stay intact. finish() copies the columns out once and keeps the capacity for the
  * next chunk; dealloc frees it. The decode loop runs without the GIL for payloads of some size; a
  * `busy` flag makes concurrent use of one builder from two threads an error, not a race.
+ *
+ * What is stored (Store): a builder made without values keeps each value's validity alone (a
+ * first pass that ranks records needs no more), one without headers none of them; an append
+ * given `keep` flags stores the records flagged only (a second pass builds its winners). Every
+ * record is checked all the same, so errors and their order do not depend on what is stored.
  */
 #define PY_SSIZE_T_CLEAN
 /* The stable ABI of CPython 3.11+: one wheel (abi3) for every later Python. */
@@ -484,11 +489,22 @@ typedef struct {
     int64_t records, bytes;
 } Cuts;
 
-/* Decode into `bufs`; or, with `bufs` NULL, check every record as decoding would without
- * storing any, and record in `cuts` where to slice the payload. */
+/* What an append stores: every field, or (a first pass that ranks records before it builds
+ * them) values as their validity alone, no headers; and all records, or those `keep` flags (one
+ * byte per record, nonzero for those to store): every record is checked all the same. */
+typedef struct {
+    int values, headers;
+    const uint8_t *keep;
+} Store;
+
+static const Store STORE_ALL = {1, 1, NULL};
+
+/* Decode into `bufs` what `store` says; or, with `bufs` NULL, check every record as decoding
+ * would without storing any, and record in `cuts` where to slice the payload. */
 static int
 decode(Buf *bufs, const uint8_t *buf, int64_t end_all, int64_t count, int64_t base_offset,
-       int64_t base_timestamp, int32_t batch, int64_t last_delta, Cuts *cuts, DecodeError *err)
+       int64_t base_timestamp, int32_t batch, int64_t last_delta, const Store *store, Cuts *cuts,
+       DecodeError *err)
 {
     int64_t cut_record = 0, cut_pos = 0; /* where the current slice starts */
     int64_t pos = 0;
@@ -506,6 +522,9 @@ decode(Buf *bufs, const uint8_t *buf, int64_t end_all, int64_t count, int64_t ba
         int64_t end, p, key_at, value_at;
         uint8_t attributes;
         int wide = 0;
+        /* Whether this record is stored at all, and its headers with it. */
+        int stored = bufs != NULL && (store->keep == NULL || store->keep[i]);
+        int headers = stored && store->headers;
 
         /* Room for the fixed columns, in steps no larger than what is decoded already: a
          * claimed count, even one checked against the payload, never sizes more than twice. */
@@ -558,11 +577,11 @@ decode(Buf *bufs, const uint8_t *buf, int64_t end_all, int64_t count, int64_t ba
             err->c = end - p;
             return -1;
         }
-        if (bufs != NULL && n_headers > INT32_MAX - (int64_t)(bufs[B_HKEY_OFFSETS].len / 4)) {
+        if (headers && n_headers > INT32_MAX - (int64_t)(bufs[B_HKEY_OFFSETS].len / 4)) {
             err->code = E_COLUMN_FULL;
             return -1;
         }
-        if (bufs != NULL && n_headers > 0 &&
+        if (headers && n_headers > 0 &&
             (buf_reserve(&bufs[B_HKEY_OFFSETS], 4 * (size_t)n_headers) ||
              buf_reserve(&bufs[B_HVALUE_OFFSETS], 4 * (size_t)n_headers) ||
              buf_reserve(&bufs[B_HVALUE_VALID], (size_t)n_headers))) {
@@ -582,7 +601,7 @@ decode(Buf *bufs, const uint8_t *buf, int64_t end_all, int64_t count, int64_t ba
             p += (int64_t)hkey_n;
             if (read_sized(buf, end_all, end, &p, &hvalue_n, "header value", err))
                 return -1;
-            if (bufs != NULL &&
+            if (headers &&
                 (add_header_key(&bufs[B_HKEY_OFFSETS], &bufs[B_HKEY_DATA], buf + hkey_at, hkey_n,
                                 err) ||
                  add_binary(&bufs[B_HVALUE_OFFSETS], &bufs[B_HVALUE_DATA],
@@ -639,6 +658,10 @@ decode(Buf *bufs, const uint8_t *buf, int64_t end_all, int64_t count, int64_t ba
             }
             continue;
         }
+        if (!stored)
+            continue;
+        if (!store->values && value_n > 0)
+            value_n = 0; /* its validity alone: a null value stays null */
         put_i64(&bufs[B_OFFSET], offset);
         put_i64(&bufs[B_TIMESTAMP], timestamp);
         put_u8(&bufs[B_ATTRIBUTES], attributes);
@@ -673,6 +696,7 @@ typedef struct {
      * what a failed append rolls back to. Only changed with the GIL held. */
     size_t committed[NBUF];
     int busy;
+    int values, headers; /* what appends store of each record: see Store */
 } CColumnBuilder;
 
 static PyObject *column_buffers_type = NULL; /* segcompact.format.columns.ColumnBuffers */
@@ -702,11 +726,19 @@ builder_busy(CColumnBuilder *self)
 static PyObject *
 builder_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, ":CColumnBuilder", kwlist))
+    static char *kwlist[] = {"values", "headers", NULL};
+    int values = 1, headers = 1;
+    CColumnBuilder *self;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$pp:CColumnBuilder", kwlist, &values,
+                                     &headers))
         return NULL;
     allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
-    return alloc(type, 0); /* zeroed: empty buffers */
+    self = (CColumnBuilder *)alloc(type, 0); /* zeroed: empty buffers */
+    if (self != NULL) {
+        self->values = values;
+        self->headers = headers;
+    }
+    return (PyObject *)self;
 }
 
 static void
@@ -793,7 +825,7 @@ builder_cuts(CColumnBuilder *self, PyObject *args)
     cuts.bytes = max_bytes;
     Py_BEGIN_ALLOW_THREADS
     status = decode(NULL, (const uint8_t *)view.buf, view.len, count, base_offset,
-                    base_timestamp, 0, last_delta, &cuts, &err);
+                    base_timestamp, 0, last_delta, &STORE_ALL, &cuts, &err);
     Py_END_ALLOW_THREADS
     if (status != 0)
         raise_error(&err);
@@ -806,41 +838,57 @@ done:
 }
 
 PyDoc_STRVAR(append_doc,
-             "append(payload, count, base_offset, base_timestamp, batch, last_offset_delta)\n"
+             "append(payload, count, base_offset, base_timestamp, batch, last_offset_delta, "
+             "keep=None)\n"
              "--\n\n"
-             "Decode ``count`` records (offset deltas rising within 0..last_offset_delta); on "
-             "corrupt data raise ValueError and leave earlier appends intact.");
+             "Decode ``count`` records (offset deltas rising within 0..last_offset_delta) and "
+             "store those ``keep`` flags (one byte per record, nonzero to store; all without "
+             "it); on corrupt data raise ValueError and leave earlier appends intact.");
 
 static PyObject *
 builder_append(CColumnBuilder *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"payload",        "count", "base_offset",      "base_timestamp",
-                             "batch",          "last_offset_delta", NULL};
-    Py_buffer view;
-    PyObject *count_obj;
+    static char *kwlist[] = {"payload", "count",  "base_offset",       "base_timestamp",
+                             "batch",   "last_offset_delta", "keep", NULL};
+    Py_buffer view, keep = {0};
+    PyObject *count_obj, *keep_obj = Py_None;
     long long base_offset, base_timestamp, count, last_delta;
     int batch, status, k;
     DecodeError err = {E_NONE, NULL, 0, 0, 0};
+    Store store = {self->values, self->headers, NULL};
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*OLLiL:append", kwlist, &view, &count_obj,
-                                     &base_offset, &base_timestamp, &batch, &last_delta))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "y*OLLiL|O:append", kwlist, &view, &count_obj,
+                                     &base_offset, &base_timestamp, &batch, &last_delta,
+                                     &keep_obj))
         return NULL;
     if (builder_busy(self) || records_count(count_obj, view.len, &count) < 0)
         goto fail;
+    if (keep_obj != Py_None) {
+        if (PyObject_GetBuffer(keep_obj, &keep, PyBUF_SIMPLE) < 0)
+            goto fail;
+        if (keep.len != count) {
+            PyErr_Format(PyExc_ValueError, "keep holds %zd flags for %lld records", keep.len,
+                         count);
+            goto fail;
+        }
+        store.keep = (const uint8_t *)keep.buf;
+    }
 
     self->busy = 1;
     if (view.len >= NOGIL_THRESHOLD) {
         Py_BEGIN_ALLOW_THREADS
         status = decode(self->bufs, (const uint8_t *)view.buf, view.len, count, base_offset,
-                        base_timestamp, batch, last_delta, NULL, &err);
+                        base_timestamp, batch, last_delta, &store, NULL, &err);
         Py_END_ALLOW_THREADS
     }
     else {
         status = decode(self->bufs, (const uint8_t *)view.buf, view.len, count, base_offset,
-                        base_timestamp, batch, last_delta, NULL, &err);
+                        base_timestamp, batch, last_delta, &store, NULL, &err);
     }
     self->busy = 0;
     PyBuffer_Release(&view);
+    if (keep.obj != NULL)
+        PyBuffer_Release(&keep);
 
     if (status != 0) {
         for (k = 0; k < NBUF; k++)
@@ -854,6 +902,8 @@ builder_append(CColumnBuilder *self, PyObject *args, PyObject *kwds)
 
 fail:
     PyBuffer_Release(&view);
+    if (keep.obj != NULL)
+        PyBuffer_Release(&keep);
     return NULL;
 }
 
@@ -1218,7 +1268,10 @@ static PyGetSetDef builder_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-PyDoc_STRVAR(builder_doc, "CColumnBuilder()\n--\n\nThe compiled column builder.");
+PyDoc_STRVAR(builder_doc,
+             "CColumnBuilder(*, values=True, headers=True)\n--\n\n"
+             "The compiled column builder: without ``values``, each value is stored as its "
+             "validity alone (empty or null); without ``headers``, no header is stored.");
 
 static PyType_Slot builder_slots[] = {
     {Py_tp_dealloc, (void *)builder_dealloc},

@@ -12,12 +12,17 @@ batch too large for the chunk (millions of tiny records in one compressed batch,
 wrapper) is checked whole first, storing nothing, then decoded a slice at a time: its records
 span chunks, and a corrupt one still yields none of them. What a batch holds at most is its
 decompressed payload (``ReadLimits.max_uncompressed_bytes``).
+
+A reduction reads a segment twice (``compaction/reduce.py``): first with ``values=False`` (and
+``headers=False`` when its rules read none), which builds each value's validity alone; then with
+a :class:`Selection`, which builds the records it flags only and skips the batches it flags
+none of (their CRC checked, their records not decompressed).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -112,6 +117,25 @@ class _BatchMeta:
         return len(self.timestamp_type) - 1
 
 
+@dataclass(slots=True)
+class Selection:
+    """The records of a segment a second pass builds. ``flags(first, count)`` gives one byte per
+    record ``first..first + count`` of the segment (in log order), nonzero for those to build;
+    the others are checked, or skipped with their batch, but not stored. Decoding stops before
+    the first batch at or past ``records``. ``decoded`` counts the records read so far (built
+    or not) and ``batches`` sums over them their batch's base offset plus one (mod 2^64): what
+    the first pass read, if they match its own."""
+
+    flags: Callable[[int, int], bytes]
+    records: int
+    decoded: int = 0
+    batches: int = 0
+
+    def read(self, base_offset: int, count: int) -> None:
+        self.decoded += count
+        self.batches = (self.batches + count * (base_offset + 1)) % (1 << 64)
+
+
 def _binary(
     kind: pa.DataType, count: int, offsets: Buffer, data: Buffer, valid: Buffer | None
 ) -> pa.Array:
@@ -191,18 +215,31 @@ def decode_segment(
     chunk_records: int = 1 << 15,
     chunk_bytes: int = 64 << 20,
     pure: bool = False,
+    values: bool = True,
+    headers: bool = True,
+    select: Selection | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Arrow record batches of every record the reader's segment holds, in log order.
+    """Arrow record batches of every record the reader's segment holds, in log order (each
+    value as its validity alone without ``values``, no header without ``headers``; those
+    ``select`` flags only, if given).
 
     Raises :class:`CorruptBatchError` (with file, position and base offset) at the first bad
     batch; everything before it has been yielded already, and the reader's ``valid_bytes`` and
     ``last_offset`` end at the batch before it.
     """
     limits = reader.limits
-    builder = column_builder(pure)
+    builder = column_builder(pure, values=values, headers=headers)
     meta = _BatchMeta()
     try:
         for batch in reader:
+            keep = None
+            if select is not None:
+                if select.decoded >= select.records:
+                    break
+                keep = select.flags(select.decoded, batch.records_count)
+                if keep.count(0) == len(keep):  # none to build: not even decompressed
+                    select.read(batch.base_offset, batch.records_count)
+                    continue
             try:
                 if batch.is_control:  # rare: checked on the reference decoder's records
                     records = functools.partial(batch.records, limits.max_uncompressed_bytes)
@@ -215,7 +252,9 @@ def decode_segment(
                     len(builder) + batch.records_count <= chunk_records
                     and builder.nbytes + len(payload) <= chunk_bytes
                 ):
-                    builder.append(payload, *head, index, delta)
+                    builder.append(payload, *head, index, delta, keep)
+                    if select is not None:
+                        select.read(batch.base_offset, batch.records_count)
                     continue
                 ends = builder.cuts(payload, *head, delta, chunk_records, chunk_bytes)
                 view, start, first = memoryview(payload), 0, 0
@@ -227,7 +266,8 @@ def decode_segment(
                         yield to_record_batch(builder.finish(), meta, topic, partition)
                         meta = _BatchMeta()
                         index = meta.add(batch)
-                    builder.append(view[start:end], last - first, *head[1:], index, delta)
+                    flags = None if keep is None else keep[first:last]
+                    builder.append(view[start:end], last - first, *head[1:], index, delta, flags)
                     start, first = end, last
             except (MemoryError, OSError):
                 raise  # not the batch's fault
@@ -236,6 +276,8 @@ def decode_segment(
                 raise error.located(
                     file=reader.path, position=batch.position, base_offset=batch.base_offset
                 ) from None
+            if select is not None:
+                select.read(batch.base_offset, batch.records_count)
             if len(builder) >= chunk_records or builder.nbytes >= chunk_bytes:
                 yield to_record_batch(builder.finish(), meta, topic, partition)
                 meta = _BatchMeta()

@@ -8,6 +8,11 @@ byte for byte what ``record.encode_records`` makes of them.
 
 ``finish()`` returns :class:`ColumnBuffers`: little-endian fixed-width arrays, and for each
 binary column int32 offsets (n + 1 entries), the data, and one validity byte per entry.
+
+What a builder stores is its choice, made once: a builder made with ``values=False`` keeps each
+value's validity alone (empty, or null), one with ``headers=False`` no header (a first pass
+that ranks records needs neither); and ``append`` given ``keep`` flags stores the records
+flagged only (a second pass builds its winners). Every record is checked all the same.
 """
 
 from __future__ import annotations
@@ -61,8 +66,10 @@ class ColumnBuilder(Protocol):
         base_timestamp: int,
         batch: int,
         last_offset_delta: int,
+        keep: Buffer | None = None,
     ) -> None:
-        """Decode ``count`` records (offset deltas rising within ``0..last_offset_delta``); on
+        """Decode ``count`` records (offset deltas rising within ``0..last_offset_delta``) and
+        store those ``keep`` flags (one byte per record, nonzero to store; all without it); on
         corrupt data raise and leave earlier appends intact."""
         ...
 
@@ -130,7 +137,9 @@ def _check_timestamp(i: int, ms: int) -> None:
 class PyColumnBuilder:
     """The pure-Python column builder."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, values: bool = True, headers: bool = True) -> None:
+        self._values = values
+        self._headers = headers
         self._reset()
 
     def _reset(self) -> None:
@@ -195,20 +204,26 @@ class PyColumnBuilder:
         base_timestamp: int,
         batch: int,
         last_offset_delta: int,
+        keep: Buffer | None = None,
     ) -> None:
         payload = bytes(payload)  # a slice of a payload may come as a memoryview
+        if keep is not None and len(keep) != count:
+            raise ValueError(f"keep holds {len(keep)} flags for {count} records")
         # Decode fully first, so a corrupt batch leaves the columns as they were.
         records = list(iter_records(payload, count, base_offset, base_timestamp, last_offset_delta))
         for i, r in enumerate(records):
             _check_timestamp(i, r.timestamp)
-        for r in records:
+        flags = bytes(keep) if keep is not None else None
+        for i, r in enumerate(records):
+            if flags is not None and not flags[i]:
+                continue
             self._offset.append(r.offset)
             self._timestamp.append(r.timestamp)
             self._attributes.append(r.attributes)
             self._batch.append(batch)
             self._key.add(r.key)
-            self._value.add(r.value)
-            for hkey, hvalue in r.headers:
+            self._value.add(r.value if self._values or r.value is None else b"")
+            for hkey, hvalue in r.headers if self._headers else ():
                 self._hkey.add(hkey.encode("utf-8"))
                 self._hvalue.add(hvalue)
             self._header_offsets.append(len(self._hkey.valid))
@@ -238,17 +253,20 @@ class PyColumnBuilder:
         return out
 
 
-def column_builder(pure: bool = False) -> ColumnBuilder:
+def column_builder(
+    pure: bool = False, *, values: bool = True, headers: bool = True
+) -> ColumnBuilder:
     """The compiled builder where it was built (and ``pure`` is false), else the Python one
-    (with a warning, once: it decodes some 20 times slower)."""
+    (with a warning, once: it decodes some 20 times slower); ``values`` and ``headers`` say
+    what it stores (the module's docstring)."""
     if not pure:
         try:
             from segcompact.format._crecords import CColumnBuilder
         except ImportError:
             warn_pure()
         else:
-            return CColumnBuilder()  # type: ignore[no-any-return]
-    return PyColumnBuilder()
+            return CColumnBuilder(values=values, headers=headers)  # type: ignore[no-any-return]
+    return PyColumnBuilder(values=values, headers=headers)
 
 
 def encode_columns(

@@ -105,7 +105,7 @@ from segcompact.compaction.reduce import SegmentReducer
 from segcompact.compaction.rules import RULE_FIELDS, Rankings
 from segcompact.discovery import discover
 from segcompact.errors import ConfigError, CorruptBatchError
-from segcompact.format.arrow import SCHEMA, decode_segment
+from segcompact.format.arrow import SCHEMA, Selection, decode_segment
 from segcompact.format.segment import SegmentReader
 from segcompact.manifest import Manifest, ManifestEntry, offset_of
 from segcompact.storage import Storage
@@ -352,25 +352,37 @@ def read_segments(
         # read twice.
         # A round takes at most 256 chunks of records (16 M by default: a flag each on the
         # fronts), however tiny they are.
+        # Past a chunk's bytes, keys first (most records of a compacted log lose: their values
+        # are then never built), at the cost of reading the files twice.
+        ranking = rankings.for_topic(parts[0].file.topic)
         reducer = SegmentReducer(
-            rankings.for_topic(parts[0].file.topic),
+            ranking,
             budget_bytes=8 * chunk_bytes,
             budget_records=256 * chunk_records,
+            keys_first=not ranking.lagged and sum(p.file.size for p in parts) > chunk_bytes,
         )
+    keys_first = reducer is not None and reducer.rescan
 
     def open_reader(part: ManifestEntry) -> SegmentReader:
         fs, path = storage.resolve(part.file.path)
         _count_decode(part)
         return SegmentReader(fs.input_file(path))
 
-    def chunks(reader: SegmentReader, part: ManifestEntry) -> Iterator[pa.RecordBatch]:
+    def chunks(
+        reader: SegmentReader, part: ManifestEntry, select: Selection | None = None
+    ) -> Iterator[pa.RecordBatch]:
         base = pa.scalar(part.file.base_offset, pa.int64())
+        light = keys_first and select is None
         for chunk in decode_segment(
             reader,
             part.file.topic,
             part.file.partition,
             chunk_records=chunk_records,
             chunk_bytes=chunk_bytes,
+            # The first pass of a log read keys first builds what ranks records only.
+            values=not light,
+            headers=not light or (reducer is not None and reducer.headers),
+            select=select,
         ):
             # Rows keep their segment's base through the reduction.
             yield chunk.append_column("segment_base", pa.repeat(base, chunk.num_rows))
@@ -428,22 +440,19 @@ def read_segments(
             for rows in reducer.finish():
                 yield _records(rows)
             if reducer.rescan:  # up to the records the first pass saw, segment by segment
+                first = 0
                 for i, (part, count) in enumerate(zip(parts, counts, strict=True)):
-                    left = count
+                    select = reducer.select(first, count)
+                    first += count
                     try:
-                        for batch in chunks(open_reader(part), part) if left else ():
-                            batch = batch.slice(0, left)
-                            left -= batch.num_rows
-                            for rows in reducer.again(batch):
-                                yield _records(rows)
-                            if not left:
-                                break
+                        for rows in chunks(open_reader(part), part, select) if count else ():
+                            yield _records(reducer.leave(rows))
                     except CorruptBatchError:
                         pass  # where the first pass stopped too
                     except _UNREADABLE as e:
                         ends[i] = (-1, 0, _unreadable(part, e))
                     # What cannot be read again leaves nothing (nor is the run then one per key).
-                    reducer.skip(left)
+                    reducer.done(select)
         except (OSError, MemoryError):
             raise
         except Exception as e:  # as in the first pass
