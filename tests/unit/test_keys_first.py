@@ -25,6 +25,7 @@ from segcompact.format.record import Record
 from segcompact.format.segment import SegmentReader
 from segcompact.format.writer import SegmentWriter
 from segcompact.storage import LocalInputFile, LocalOutputDirectory
+from tests.support.second_pass import WholeChunks
 
 HEADER = "v"
 FLAG = "deleted"
@@ -114,7 +115,8 @@ def one_pass(paths: list[Path], reducer: SegmentReducer, chunk: int) -> list[pa.
     out = [rows for p in paths for c in decode(p, chunk) for rows in reducer.add(c)]
     out += reducer.finish()
     if reducer.rescan:
-        out += [rows for p in paths for c in decode(p, chunk) for rows in reducer.again(c)]
+        again = WholeChunks(reducer).again
+        out += [rows for p in paths for c in decode(p, chunk) for rows in again(c)]
     return out
 
 

@@ -21,6 +21,7 @@ from segcompact.compaction.rules import RULE_FIELDS, Ranking
 from segcompact.config import CompactionStrategy
 from segcompact.format.arrow import SCHEMA
 from tests.support.model import header_version, order_key
+from tests.support.second_pass import WholeChunks
 
 VERSION = "v"
 
@@ -70,8 +71,9 @@ def reduce(
     out.extend(reducer.finish())
     if reducer.rescan:  # decoded again, in other chunks
         everything = [r for c in chunks for r in c]
+        again = WholeChunks(reducer).again
         for at in range(0, len(everything), 3):
-            out.extend(reducer.again(batch(everything[at : at + 3])))
+            out.extend(again(batch(everything[at : at + 3])))
         assert reducer.rescanned
     kept = [r for b in out for r in b.to_pylist()]
     for r in kept:
@@ -293,8 +295,9 @@ def test_a_second_pass_over_other_records_is_not_one_per_key() -> None:
             list(reducer.add(batch(rows[at : at + 500])))
         list(reducer.finish())
         assert reducer.rescan
+        again = WholeChunks(reducer).again
         for at in range(0, len(second), 500):
-            list(reducer.again(batch(second[at : at + 500])))
+            again(batch(second[at : at + 500]))
         reducer.skip(len(rows) - len(second))
         assert reducer.rescanned and not reducer.one_per_key
 
@@ -325,7 +328,8 @@ def test_a_segment_whose_survivors_do_not_fit_is_read_twice_and_still_reduced() 
     first = [b for c in chunks for b in reducer.add(batch(c))]
     first += reducer.finish()
     assert reducer.rescan and [r["offset"] for b in first for r in b.to_pylist()] == [3]
-    second = [b for c in chunks for b in reducer.again(batch(c))]
+    again = WholeChunks(reducer).again
+    second = [b for c in chunks for b in again(batch(c))]
     assert reducer.rescanned
     kept = sorted(r["offset"] for b in second for r in b.to_pylist())
     assert kept == list(range(2000, 4000))

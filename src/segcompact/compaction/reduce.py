@@ -67,10 +67,9 @@ class SegmentReducer:
 
     :meth:`add` each decoded chunk, then :meth:`finish`; when :attr:`rescan` is then true, decode
     the log again: each segment with the :meth:`select` of its records, giving what it builds
-    to :meth:`leave` and the selection to :meth:`done` at its end (or the log's chunks, whole,
-    to :meth:`again`, and :meth:`skip` the records that cannot be read again), until
-    :attr:`rescanned`. Records are numbered in log order (their id); the second pass stops at
-    the records the first one saw, should the file have grown since.
+    to :meth:`leave` and the selection to :meth:`done` at its end, until :attr:`rescanned`.
+    Records are numbered in log order (their id); the second pass stops at the records the
+    first one saw, should the file have grown since.
 
     ``keys_first`` decodes keys first: the first pass's chunks need no values (decode them with
     ``values=False``, and ``headers=`` :attr:`headers`); nothing leaves before the second
@@ -124,9 +123,10 @@ class SegmentReducer:
     @property
     def one_per_key(self) -> bool:
         """Whether at most one candidate per key left the log (after :meth:`finish`, and
-        :meth:`again` if :attr:`rescan`): the offset strategy keeps one per key in a round; any
-        other, a second round, offsets that do not rise, or a second pass that did not see the
-        records of the first (a file gone or rewritten in between) may leave several."""
+        :meth:`done` for every segment if :attr:`rescan`): the offset strategy keeps one per
+        key in a round; any other, a second round, offsets that do not rise, or a second pass
+        that did not see the records of the first (a file gone or rewritten in between) may
+        leave several."""
         # A lagged topic's records all leave as they are: none is a candidate of the merge.
         as_is = self._as_is_from is not None and not self.ranking.lagged
         same = not self.rescan or (self.rescanned and self._sums[0] == self._sums[1])
@@ -139,7 +139,7 @@ class SegmentReducer:
 
     @property
     def rescanned(self) -> bool:
-        """Whether :meth:`again` has had every record the first pass saw."""
+        """Whether the second pass has had every record the first pass saw."""
         return self._again >= self._seen
 
     def _start_round(self) -> None:
@@ -163,7 +163,7 @@ class SegmentReducer:
         chunk = classify(chunk, self.ranking)
         first = self._seen
         offsets = _int64(chunk.column("offset"))
-        self._add_sum(0, chunk)
+        self._add_sum(chunk)
         if self._as_is_from is None and not self._rising(offsets):
             # A damaged log whose offsets do not rise: the front needs log order, so the rest
             # of the log leaves as it is (the merge still reduces it).
@@ -251,18 +251,6 @@ class SegmentReducer:
         self._sums[1] = (self._sums[1] + selection.batches) % (1 << 64)
         self.skip(max(0, selection.records - selection.decoded))
 
-    def again(self, chunk: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
-        """The second pass, on chunks decoded whole: take the next chunk of the log decoded
-        again; yield what of it leaves, classified."""
-        assert self.rescan, "no second pass was needed"
-        first = self._again
-        chunk = chunk.slice(0, max(0, min(chunk.num_rows, self._seen - first)))
-        self._again += chunk.num_rows
-        self._add_sum(1, chunk)
-        keep = self._leaving(first, chunk.num_rows)
-        if keep.any():
-            yield self.leave(chunk.filter(pa.array(keep)))
-
     def skip(self, records: int) -> None:
         """The second pass: the next ``records`` records cannot be read again (their file is
         gone or shorter); none of them leaves."""
@@ -277,10 +265,10 @@ class SegmentReducer:
                 keep[lo - first : hi - first] = _bits(bits, lo - start, hi - start)
         return keep
 
-    def _add_sum(self, which: int, chunk: pa.RecordBatch) -> None:
+    def _add_sum(self, chunk: pa.RecordBatch) -> None:
         bases = _int64(chunk.column("batch_base_offset"))
         total = int(np.add.reduce(bases.view(np.uint64), dtype=np.uint64)) + len(bases)
-        self._sums[which] = (self._sums[which] + total) % (1 << 64)
+        self._sums[0] = (self._sums[0] + total) % (1 << 64)
 
     def _note(self, first: int, candidate: NDArray[np.bool_], leaves: NDArray[np.bool_]) -> None:
         """Keep, for the round's end, which of a chunk's records are candidates and which
