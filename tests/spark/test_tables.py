@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime
 from pathlib import Path
 
 import deltalake
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from delta.tables import DeltaTable
 from deltalake.exceptions import DeltaError
@@ -216,3 +218,42 @@ def test_a_merge_takes_the_batchs_cached_source_as_it_is(
         source.unpersist()
     assert as_is < copied
     assert spark.read.format("delta").load(target).where("v = 1").count() == 100
+
+
+def test_the_states_values_get_a_dictionary_only_where_it_pays(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Parquet's writer drops the dictionary of a column chunk whose first page it does not
+    shrink: distinct high-entropy values are written plain (no dictionary to build for the rest
+    of the chunk), repeated ones keep it; compressed by Spark's default codec, snappy
+    (docs/performance.md, "State writes")."""
+    tables = Tables.at(
+        *(str(tmp_path / n) for n in ("state", "parts", "pending", "young", "ledger"))
+    )
+    tables.state.ensure(spark)
+    rnd = random.Random(43)
+    repeated = [rnd.randbytes(256) for _ in range(10)]
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [
+        (topic, 0, b"k%d" % i, i, at, 0, value, None, None, False, None, at)
+        for i in range(300)
+        for topic, value in (("random", rnd.randbytes(256)), ("repeated", repeated[i % 10]))
+    ]
+    one_task = spark.createDataFrame(rows, STATE_SCHEMA).coalesce(1)  # a file a topic
+    tables.state.append(one_task, app_id="test", version=0)
+
+    def value_column(topic: str) -> pq.ColumnChunkMetaData:
+        (file,) = (tmp_path / "state" / f"topic={topic}").glob("*.parquet")
+        chunk = pq.ParquetFile(file).metadata.row_group(0)
+        (column,) = [
+            chunk.column(i)
+            for i in range(chunk.num_columns)
+            if chunk.column(i).path_in_schema == "value"
+        ]
+        return column
+
+    dictionary = {"PLAIN_DICTIONARY", "RLE_DICTIONARY"}
+    plain, kept = value_column("random"), value_column("repeated")
+    assert not dictionary & set(plain.encodings) and not plain.has_dictionary_page
+    assert dictionary & set(kept.encodings) and kept.has_dictionary_page
+    assert plain.compression == kept.compression == "SNAPPY"
