@@ -32,13 +32,12 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from segcompact.spark.session import get_spark
-from segcompact.spark.tables import STATE_SCHEMA
+from segcompact.spark.tables import STATE_SCHEMA, session_settings
 from tests.benchmarks import options
 
 CODECS = ("snappy", "zstd", "lz4_raw", "none")
 KINDS = ("random", "text", "few")
 NO_DICTIONARY = ("parquet.enable.dictionary#value", "false")
-_CODEC = "spark.sql.parquet.compression.codec"
 
 
 def value(kind: str, size: int) -> Column:
@@ -107,14 +106,10 @@ def write(spark: SparkSession, df: DataFrame, path: Path, codec: str, dictionary
     if not dictionary:
         builder = builder.property(*NO_DICTIONARY)
     builder.execute()
-    before = spark.conf.get(_CODEC)
-    spark.conf.set(_CODEC, codec)
-    try:
+    with session_settings(spark, {"spark.sql.parquet.compression.codec": codec}):
         cpu, wall = jvm_cpu(spark), time.monotonic()
         df.write.format("delta").mode("append").save(str(path))
         cpu, wall = jvm_cpu(spark) - cpu, time.monotonic() - wall
-    finally:
-        spark.conf.set(_CODEC, before)
     files = sorted(path.rglob("*.parquet"))
     chunk = pq.ParquetFile(files[0]).metadata.row_group(0)
     (column,) = [
