@@ -21,7 +21,7 @@ TEST_WORKERS ?= 2
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: setup demo test chaos fuzz fuzzers bench bench-readonly bench-reduce bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory bench-partitions bench-skew bench-scaling bench-ship soak golden clean java chromium minio crds bundle-schema
+.PHONY: setup demo test chaos fuzz fuzzers bench bench-readonly bench-reduce bench-state-values bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory bench-partitions bench-skew bench-scaling bench-ship soak golden clean java chromium minio crds bundle-schema
 
 setup: java $(BIN)/.installed $(DELTA_JARS) $(S3_JARS)
 
@@ -180,6 +180,11 @@ bench-ship: setup minio
 # status and sla on the demo's tables by delta-rs, beside the same commands reading through Spark.
 bench-readonly: setup
 	$(BIN)/python -m tests.benchmarks.readonly --repeat 5
+
+# The state's Parquet writes: each codec, with and without a dictionary for `value`, on random,
+# text-like and repeated values (50 MB each): the JVM's CPU seconds and the bytes written.
+bench-state-values: setup
+	$(BIN)/python -m tests.benchmarks.state_values --rows 50000 --value-bytes 1024 --repeat 3
 
 # One 1 GiB segment through run --once: the peak RSS of the driver, the JVM and each Python worker.
 bench-memory: setup

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime
 from pathlib import Path
 
 import deltalake
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from delta.tables import DeltaTable
 from deltalake.exceptions import DeltaError
@@ -18,9 +20,11 @@ from segcompact.delta.native import NativeReader
 from segcompact.erasure.ledger_reads import read_rows
 from segcompact.errors import ConfigError
 from segcompact.spark.ledger import rows_frame
+from segcompact.spark.partitions import mark_erasure
 from segcompact.spark.small_files import MIN_FILES, compact_small_files
 from segcompact.spark.table_reader import SparkReader
 from segcompact.spark.tables import (
+    PARTITIONS_SCHEMA,
     PENDING_SCHEMA,
     SOURCE_AS_IS,
     STATE_LAYOUT,
@@ -29,6 +33,7 @@ from segcompact.spark.tables import (
     Tables,
     session_settings,
 )
+from tests.spark.test_due import HOUR, NOW, _partition, _ts
 from tests.support.spark import jobs_started
 
 pytestmark = pytest.mark.spark
@@ -216,3 +221,73 @@ def test_a_merge_takes_the_batchs_cached_source_as_it_is(
         source.unpersist()
     assert as_is < copied
     assert spark.read.format("delta").load(target).where("v = 1").count() == 100
+
+
+def test_the_states_values_get_a_dictionary_only_where_it_pays(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Parquet's writer drops the dictionary of a column chunk whose first page it does not
+    shrink: distinct high-entropy values are written plain (no dictionary to build for the rest
+    of the chunk), repeated ones keep it; compressed by Spark's default codec, snappy
+    (docs/performance.md, "State writes")."""
+    tables = Tables.at(
+        *(str(tmp_path / n) for n in ("state", "parts", "pending", "young", "ledger"))
+    )
+    tables.state.ensure(spark)
+    rnd = random.Random(43)
+    repeated = [rnd.randbytes(256) for _ in range(10)]
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [
+        (topic, 0, b"k%d" % i, i, at, 0, value, None, None, False, None, at)
+        for i in range(300)
+        for topic, value in (("random", rnd.randbytes(256)), ("repeated", repeated[i % 10]))
+    ]
+    one_task = spark.createDataFrame(rows, STATE_SCHEMA).coalesce(1)  # a file a topic
+    tables.state.append(one_task, app_id="test", version=0)
+
+    def value_column(topic: str) -> pq.ColumnChunkMetaData:
+        (file,) = (tmp_path / "state" / f"topic={topic}").glob("*.parquet")
+        chunk = pq.ParquetFile(file).metadata.row_group(0)
+        (column,) = [
+            chunk.column(i)
+            for i in range(chunk.num_columns)
+            if chunk.column(i).path_in_schema == "value"
+        ]
+        return column
+
+    dictionary = {"PLAIN_DICTIONARY", "RLE_DICTIONARY"}
+    plain, kept = value_column("random"), value_column("repeated")
+    assert not dictionary & set(plain.encodings) and not plain.has_dictionary_page
+    assert dictionary & set(kept.encodings) and kept.has_dictionary_page
+    assert plain.compression == kept.compression == "SNAPPY"
+
+
+def test_the_erasure_clock_is_marked_only_where_it_moves(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    tables = Tables.at(
+        *(str(tmp_path / n) for n in ("state", "parts", "pending", "young", "ledger"))
+    )
+    table = tables.partitions
+    table.ensure(spark)
+    rows = spark.createDataFrame([_partition(0), _partition(1)], PARTITIONS_SCHEMA)
+    rows.write.format("delta").mode("append").save(table.name)
+
+    def mark(*appended: tuple[int, int]) -> tuple[int, dict[int, datetime | None]]:
+        """Graduated records' earliest times per partition marked at NOW: the table's
+        version and clocks after it."""
+        frame = spark.createDataFrame(
+            [("t", p, _ts(ms)) for p, ms in appended],
+            "topic string, partition int, appended_at timestamp",
+        )
+        mark_erasure(spark, table, frame, NOW)
+        clocks = table.reader(spark).arrow(columns=["partition", "erasure_from"]).to_pylist()
+        return table.reader(spark).version(), {r["partition"]: r["erasure_from"] for r in clocks}
+
+    version = table.reader(spark).version()
+    assert mark((0, NOW - HOUR)) == (version + 1, {0: _ts(NOW - HOUR), 1: None})
+    # Later records: the clock runs from earlier already, no commit.
+    assert mark((0, NOW - HOUR // 2)) == (version + 1, {0: _ts(NOW - HOUR), 1: None})
+    # Earlier ones move it; a time after NOW counts from NOW.
+    after = mark((0, NOW - 2 * HOUR), (1, NOW + HOUR))
+    assert after == (version + 2, {0: _ts(NOW - 2 * HOUR), 1: _ts(NOW)})

@@ -202,17 +202,19 @@ def merge_batch_stats(
 
 def mark_erasure(spark: SparkSession, table: Table, appended: DataFrame, now: int) -> None:
     """Start the erasure clock of partitions whose records were just merged into the state
-    (``appended``: topic, partition, appended_at, the earliest record timestamp)."""
+    (``appended``: topic, partition, appended_at, the earliest record timestamp). Only rows
+    whose clock moves are updated: a partition whose clock runs from earlier already keeps its
+    row, and with none to update Delta makes no commit (each graduation of a lagged topic with
+    a deletion SLA marked its partitions, and rewrote their rows, until a round took them)."""
+    since = F.least(F.col("s.appended_at"), timestamp(now))
+    clock = F.col("t.erasure_from")
     (
         table.delta(spark)
         .alias("t")
         .merge(appended.alias("s"), "t.topic = s.topic AND t.partition = s.partition")
         .whenMatchedUpdate(
-            set={
-                "erasure_from": F.least(
-                    F.col("t.erasure_from"), F.col("s.appended_at"), timestamp(now)
-                )
-            }
+            condition=clock.isNull() | (since < clock),
+            set={"erasure_from": since},
         )
         .execute()
     )
