@@ -53,7 +53,7 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from segcompact.compaction.front import Front, front
-from segcompact.compaction.rules import Ranking, classify, ranks
+from segcompact.compaction.rules import Ranking, bool_column, classify, int64s, ranks
 from segcompact.config import CompactionStrategy
 from segcompact.format.arrow import Selection, binary_buffers
 
@@ -162,7 +162,7 @@ class SegmentReducer:
         """Take one decoded chunk; yield the rows that leave now, classified."""
         chunk = classify(chunk, self.ranking)
         first = self._seen
-        offsets = _int64(chunk.column("offset"))
+        offsets = int64s(chunk.column("offset"))
         self._add_sum(chunk)
         if self._as_is_from is None and not self._rising(offsets):
             # A damaged log whose offsets do not rise: the front needs log order, so the rest
@@ -266,7 +266,7 @@ class SegmentReducer:
         return keep
 
     def _add_sum(self, chunk: pa.RecordBatch) -> None:
-        bases = _int64(chunk.column("batch_base_offset"))
+        bases = int64s(chunk.column("batch_base_offset"))
         total = int(np.add.reduce(bases.view(np.uint64), dtype=np.uint64)) + len(bases)
         self._sums[0] = (self._sums[0] + total) % (1 << 64)
 
@@ -280,10 +280,10 @@ class SegmentReducer:
         ``_ranks``."""
         self._ranks = ranks(chunk, self.ranking)
         candidate: NDArray[np.bool_] = (
-            ~_flag(chunk, "is_control")
-            & ~_flag(chunk, "is_transactional")
+            ~bool_column(chunk, "is_control")
+            & ~bool_column(chunk, "is_transactional")
             & chunk.column("key").is_valid().to_numpy(zero_copy_only=False)
-            & ~_flag(chunk, "bad_version")
+            & ~bool_column(chunk, "bad_version")
         )
         return candidate
 
@@ -351,7 +351,7 @@ class SegmentReducer:
         self._start_round()
 
     def _track_earliest(self, chunk: pa.RecordBatch, candidate: NDArray[np.bool_]) -> None:
-        first = int(_int64(chunk.column("timestamp"))[candidate].min())
+        first = int(int64s(chunk.column("timestamp"))[candidate].min())
         self.earliest = first if self.earliest is None else min(self.earliest, first)
 
 
@@ -360,13 +360,3 @@ def _bits(packed: NDArray[np.uint8], start: int, stop: int) -> NDArray[np.bool_]
     first = start // 8
     flags = np.unpackbits(packed[first : (stop + 7) // 8])
     return flags[start - 8 * first : stop - 8 * first].astype(bool)
-
-
-def _int64(column: pa.Array) -> NDArray[np.int64]:
-    values: NDArray[np.int64] = column.cast(pa.int64()).to_numpy(zero_copy_only=False)
-    return values
-
-
-def _flag(chunk: pa.RecordBatch, name: str) -> NDArray[np.bool_]:
-    flags: NDArray[np.bool_] = chunk.column(name).to_numpy(zero_copy_only=False)
-    return flags

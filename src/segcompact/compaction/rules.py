@@ -113,7 +113,7 @@ def classify(chunk: pa.RecordBatch, ranking: Ranking) -> pa.RecordBatch:
     """``chunk`` (decoded records with at least the ``value``, ``headers``, ``attributes`` and
     ``is_control`` columns of ``format.arrow.SCHEMA``) with :data:`RULE_FIELDS` appended, under
     the topic's ``ranking``. A control record has no version and deletes nothing."""
-    data = ~_flags(chunk, "is_control")
+    data = ~bool_column(chunk, "is_control")
     if ranking.header is not None:  # the header strategy's
         has, version, bad = header_versions(chunk.column("headers"), ranking.header)
     else:
@@ -136,11 +136,11 @@ def ranks(chunk: pa.RecordBatch, ranking: Ranking) -> tuple[NDArray[np.int64], N
     version beats one without, two with: the higher version, then offset; neither: offset."""
     n = chunk.num_rows
     if ranking.strategy == CompactionStrategy.TIMESTAMP.value:
-        return np.zeros(n, np.int64), _int64(chunk.column("timestamp")) // 1000  # µs → ms
+        return np.zeros(n, np.int64), int64s(chunk.column("timestamp")) // 1000  # µs → ms
     if ranking.strategy == CompactionStrategy.HEADER.value:
         version = chunk.column("order_value")
         has = version.is_valid().to_numpy(zero_copy_only=False).astype(np.int64)
-        return has, _int64(pc.fill_null(version, 0))
+        return has, int64s(pc.fill_null(version, 0))
     return np.zeros(n, np.int64), np.zeros(n, np.int64)
 
 
@@ -217,12 +217,14 @@ def first_uncleanable_offset(
     return min(bases) if bases else None
 
 
-def _int64(column: pa.Array) -> NDArray[np.int64]:
+def int64s(column: pa.Array) -> NDArray[np.int64]:
+    """An integer or timestamp column's values as int64 (nulls as 0)."""
     values: NDArray[np.int64] = column.cast(pa.int64()).to_numpy(zero_copy_only=False)
     return values
 
 
-def _flags(chunk: pa.RecordBatch, name: str) -> NDArray[np.bool_]:
+def bool_column(chunk: pa.RecordBatch, name: str) -> NDArray[np.bool_]:
+    """A boolean column of ``chunk`` as numpy."""
     return _flags_of(chunk.column(name))
 
 
