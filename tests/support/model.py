@@ -14,7 +14,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from segcompact.compaction.rules import first_uncleanable_offset
 from segcompact.config import CompactionStrategy, TombstoneMode, TopicConfig
 from segcompact.format.attributes import RecordAttr
 from segcompact.format.control import ControlType, control_type
@@ -28,6 +27,20 @@ from segcompact.format.segment import SegmentReader
 
 _LONG = struct.Struct(">q")
 TOMBSTONE_TRUE = (b"true", b"1", b"\x01")
+
+
+def first_uncleanable_offset(
+    records: Iterable[tuple[int, int, int]], now_ms: int, min_compaction_lag_ms: int
+) -> int | None:
+    """The offset from which a partition's log stays raw, or None when all of it may be cleaned.
+
+    ``records`` are ``(offset, timestamp, segment base offset)``: as in Kafka, a young record
+    keeps its whole segment, and every later one, out of the cleaning.
+    """
+    if min_compaction_lag_ms <= 0:
+        return None  # a lag of 0 makes nothing young
+    bases = [base for _, ts, base in records if ts > now_ms - min_compaction_lag_ms]
+    return min(bases) if bases else None
 
 
 def last_header(headers: Sequence[Header], name: str) -> tuple[bool, bytes | None]:

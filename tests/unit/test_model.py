@@ -8,12 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from segcompact.compaction.rules import first_uncleanable_offset, is_young
+from segcompact.compaction.rules import is_young
 from segcompact.config import CompactionStrategy, TombstoneMode, TopicConfig
 from segcompact.format.control import marker as marker_record
 from tests.support.model import (
     LogRecord,
     ReferenceModel,
+    first_uncleanable_offset,
     header_version,
     is_tombstone,
     order_key,

@@ -14,7 +14,7 @@ against.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -203,18 +203,6 @@ def is_young(timestamp_ms: int, now_ms: int, min_compaction_lag_ms: int) -> bool
     now (``LogCleanerManager.cleanableOffsets``); a lag of 0 makes nothing young.
     """
     return min_compaction_lag_ms > 0 and timestamp_ms > now_ms - min_compaction_lag_ms
-
-
-def first_uncleanable_offset(
-    records: Iterable[tuple[int, int, int]], now_ms: int, min_compaction_lag_ms: int
-) -> int | None:
-    """The offset from which a partition's log stays raw, or None when all of it may be cleaned.
-
-    ``records`` are ``(offset, timestamp, segment base offset)``: as in Kafka, a young record
-    keeps its whole segment, and every later one, out of the cleaning.
-    """
-    bases = [base for _, ts, base in records if is_young(ts, now_ms, min_compaction_lag_ms)]
-    return min(bases) if bases else None
 
 
 def int64s(column: pa.Array) -> NDArray[np.int64]:

@@ -243,7 +243,7 @@ class BatchMerger:
     def graduate(self, now_ms: int) -> None:
         """Compact the young records that may be compacted now: per partition, those below the
         first segment that holds a record younger than ``min.compaction.lag.ms`` (Kafka's first
-        uncleanable offset, ``compaction.rules.first_uncleanable_offset``)."""
+        uncleanable offset; the tests' model computes it record by record)."""
         if self._young_may_hold is None:
             self._young_may_hold = self.tables.young.reader(self.spark).may_hold_rows()
         if not self._young_may_hold:
