@@ -1,5 +1,6 @@
-"""The end of a session segcompact started: every Java object this process let go of is
-released in the JVM before the JVM is told to exit (``spark/jvm.py`` ``stop_session``)."""
+"""The end of a JVM segcompact started: every Java object this process let go of is released
+in the JVM before the JVM is told to exit (``spark/jvm.py`` ``end_jvm``, the end of
+``stop_session``)."""
 
 from __future__ import annotations
 
@@ -15,19 +16,20 @@ from tests.support.spark import JVM_OPTIONS
 
 pytestmark = pytest.mark.spark
 
-RELEASED = 20_000  # references let go of at once: py4j's worker sends them one at a time
+RELEASED = 2_000  # references let go of at once: py4j's worker sends them one at a time
 TIMEOUT_S = 300  # bounds a hang; nothing passes by waiting
 
+# pyspark's own gateway (the JVM a SparkContext talks to), without a SparkContext in it.
 SCRIPT = """
     import json, sys, threading
     from py4j.clientserver import FinalizerWorker
-    from segcompact.spark.jvm import stop_session
-    from segcompact.spark.session import get_spark
+    from pyspark import SparkConf
+    from pyspark.java_gateway import launch_gateway
+    from segcompact.spark.jvm import end_jvm
 
-    spark = get_spark(conf={"spark.driver.extraJavaOptions": sys.argv[1]})
-    gateway = spark.sparkContext._gateway
+    gateway = launch_gateway(SparkConf().set("spark.driver.extraJavaOptions", sys.argv[1]))
     queue = gateway._gateway_client.finalizer_deque
-    held = [spark._jvm.java.lang.StringBuilder() for _ in range(int(sys.argv[2]))]
+    held = [gateway.jvm.java.lang.StringBuilder() for _ in range(int(sys.argv[2]))]
     ids = {o._target_id for o in held}
     seen = {}
 
@@ -48,7 +50,8 @@ SCRIPT = """
     gateway.proc.stdin = Watched(gateway.proc.stdin)
     del held  # a release each, queued for py4j's worker
     seen["queued"] = len(queue)
-    stop_session(spark)
+    seen["ended"] = end_jvm(gateway)
+    seen["exit"] = gateway.proc.returncode
     print(json.dumps(seen))
 """
 
@@ -56,8 +59,8 @@ SCRIPT = """
 def test_every_release_reaches_the_jvm_before_it_is_told_to_exit() -> None:
     """py4j sends a "memory delete" per Java object let go of, from a thread of its own; one in
     flight when the JVM exited met a reset connection, logged with its traceback on the root
-    logger (a SIGTERM'd ``run`` that ended 0). Here a backlog of releases is queued as Spark
-    stops: all are sent, and py4j's worker has ended, before the JVM's stdin closes."""
+    logger (a SIGTERM'd ``run`` that ended 0). Here a backlog of releases is queued as the JVM
+    is ended: all are sent, and py4j's worker has ended, before the JVM's stdin closes."""
     result = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(SCRIPT), JVM_OPTIONS, str(RELEASED)],
         env=cli_env(),
@@ -67,7 +70,8 @@ def test_every_release_reaches_the_jvm_before_it_is_told_to_exit() -> None:
     )
     assert result.returncode == 0, result.stderr
     seen = json.loads(result.stdout.splitlines()[-1])
-    assert seen["queued"] > 0, seen  # the releases were still queued when the stop began
+    assert seen["ended"] and seen["exit"] is not None, seen  # it waited for the JVM
+    assert seen["queued"] > 0, seen  # the releases were still queued when the end began
     assert seen["unsent"] == 0 and seen["workers"] == 0, seen
     for trace in ("Traceback", "Exception while sending command", "ERROR"):
         assert trace not in result.stderr, result.stderr

@@ -70,12 +70,21 @@ def stop_session(spark: SparkSession) -> None:
     daemon, stopped by Spark, ends its workers. A JVM started otherwise (``spark-submit``'s)
     is its starter's to end."""
     spark.stop()
-    gateway = SparkContext._gateway
+    if end_jvm(SparkContext._gateway):
+        # A session started after this one starts a JVM of its own.
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+
+
+def end_jvm(gateway: Any) -> bool:
+    """End the JVM of pyspark's ``gateway`` and wait for it, if this process started it (else
+    False): py4j's pending releases sent first, then its stdin closed (pyspark's gateway,
+    ``PythonGatewayServer``, exits at its end), killed if it has not exited within
+    :data:`JVM_EXIT_TIMEOUT_S`."""
     proc = getattr(gateway, "proc", None)
     if proc is None:
-        return
+        return False
     _send_releases(gateway)
-    # pyspark's gateway exits at the end of its stdin (PythonGatewayServer).
     with contextlib.suppress(OSError):
         proc.stdin.close()
     try:
@@ -84,9 +93,7 @@ def stop_session(spark: SparkSession) -> None:
         log.warning("the JVM did not exit within %d s: killed", JVM_EXIT_TIMEOUT_S)
         proc.kill()
         proc.wait()
-    # A session started after this one starts a JVM of its own.
-    SparkContext._gateway = None
-    SparkContext._jvm = None
+    return True
 
 
 def _send_releases(gateway: Any) -> None:
