@@ -23,22 +23,32 @@ encoder, in every Python process). Its CPU, the whole tree's (the kernel's count
 - ``decode``: the decoder in the Python workers (CRC, decompression, Arrow columns).
 - ``reduce``: the workers' CPU in the ``decode and reduce`` step less ``decode``: the reduction
   and the task's hand-over of its rows to the JVM.
-- ``merge``, ``commit``, ``write``, ``exchange``: the JVM's Java threads after the session,
-  shared by their Flight Recorder samples (Java threads at a fixed interval, in Java code),
-  classed by their frames (:data:`steps_probe.STACK_CLASSES`: a Delta commit, Parquet and
-  Delta data files written, the exchange of rows with Python workers, Delta's MERGE) or else
-  by time: a sample during a step that writes a table (``state MERGE``, ``partitions MERGE``,
-  the appends and writes of merge.py) is ``merge``.
 - ``encode``: materialisation's segment encoder in the workers (the C encoder and the segment
   files it writes).
 - ``mat. read``: the workers' CPU in materialisation's ``write`` step less ``encode``: delta-rs
   reading the state and young tables, the Arrow rows prepared for the encoder.
 - ``JIT``, ``GC``: the JVM's compiler threads, its collector's threads and VM thread, after
   the session.
-- ``other``: the rest: the Python driver after the session, the JVM's other Java samples (Spark's
-  planning and scheduling, Delta's snapshots and reads), other worker time, the recorder's own
-  threads, processes too short-lived to be polled.
+- the JVM's Java threads after the session (its CPU less ``JIT``, ``GC`` and the recorder's
+  threads), shared by their Flight Recorder samples (Java threads in Java code, at a fixed
+  interval): by their frames first (:data:`steps_probe.STACK_CLASSES`), else by the innermost
+  step of the debug log around them:
+  - ``commit``: a Delta commit (its log entry, its checkpoint);
+  - ``write``: Parquet and Delta data files written;
+  - ``merge``: Delta's MERGE, or a sample during a step that writes a table (:data:`MERGE_STEPS`:
+    the state's MERGE or append, the partitions table's MERGE after a batch and after
+    materialisation, the other tables' writes);
+  - ``scan (JVM)``: the exchange of rows with the Python workers, or a sample during
+    ``decode and reduce``: the JVM taking the workers' rows, holding them for the batch's
+    later jobs, the batch's figures;
+  - ``tables``: a sample during the ``tables`` step (opening, here creating, the five tables).
+- ``other``: the rest: the JVM's other Java samples (the query's start, Spark's planning and
+  scheduling between the steps), the Python driver after the session, the workers outside the
+  two steps, the recorder's own threads, other processes.
 
+The whole tree's CPU is the larger of the kernel's count (the children's ``RUSAGE_CHILDREN``)
+and the polled one (the last figure of every process seen): each misses something (the kernel's
+a process whose parent never waits for it, the polled one what ends between two polls).
 Per code, each row's median over the runs; its percent is of the sum of the medians (which sum
 to 100). Nothing here asserts a time.
 """
@@ -48,8 +58,10 @@ from __future__ import annotations
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
+from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -70,25 +82,27 @@ from tests.support.keyed_log import MiB
 
 STEPS = (
     "start",
+    "tables",
     "decode",
     "reduce",
+    "scan (JVM)",
     "merge",
     "commit",
-    "encode",
     "write",
-    "exchange",
+    "encode",
     "mat. read",
     "JIT",
     "GC",
     "other",
 )
 # What ``other`` holds: the JVM's Java samples of no step, the Python driver after the session,
-# the workers outside the two steps, the recorder's threads, the rest (processes too short-lived
-# to be polled, the CPU of a process after its last poll).
-OTHER = ("JVM", "driver", "workers", "recorder", "unpolled")
+# the workers outside the two steps, the recorder's threads, the rest (other processes, and
+# where the kernel's count of the tree is the larger, what polling missed); then the JVM's part
+# again by the innermost step of the debug log around its samples ("JVM in <step>").
+OTHER = ("JVM", "driver", "workers", "recorder", "rest")
 HOOK = Path(__file__).parent / "steps_hook"
 DEFAULT_LOG = Path(tempfile.gettempdir()) / "segcompact-cleaner" / "run" / "kafka" / "raw"
-# Steps of merge.py that write a table: the JVM's samples meanwhile are the merge's.
+# Steps that write a table: the JVM's samples meanwhile are the merge's.
 MERGE_STEPS = (
     "state MERGE",
     "partitions MERGE",
@@ -97,13 +111,29 @@ MERGE_STEPS = (
     "ledger write",
     "pending write",
     "tombstones?",
+    "materialise: record",
 )
+# The other steps whose JVM samples have a row, and the row.
+SPAN_STEPS = {"decode and reduce": "scan (JVM)", "tables": "tables"}
+JAVA_ROWS = ("tables", "scan (JVM)", "merge", "commit", "write")
+
+
+def java_class(frames: Sequence[str], around: str | None) -> str:
+    """A JVM sample's row by its frames, else by the innermost step around it, else other."""
+    by_stack = sample_class(frames)
+    if by_stack == "exchange":
+        return "scan (JVM)"
+    if by_stack is not None:
+        return by_stack
+    if around in MERGE_STEPS:
+        return "merge"
+    return SPAN_STEPS.get(around or "", "other")
 
 
 def attribute(
     run: Run, log_text: str, hooks: dict[str, float], jfr: list[Any]
-) -> tuple[dict[str, float], dict[str, float]]:
-    """The run's CPU seconds by step (:data:`STEPS`), which sum to its whole tree's, and what
+) -> tuple[float, dict[str, float], dict[str, float]]:
+    """The run's whole CPU, its CPU seconds by step (:data:`STEPS`), which sum to it, and what
     ``other`` holds (:data:`OTHER`)."""
     timed = spans(log_text)
     session = [end for step, _, end in timed if step == "Spark session"]
@@ -111,6 +141,7 @@ def attribute(
         raise AssertionError("no 'Spark session' step in the run's debug log")
     ready = session[0]
     procs, threads = run.processes, run.threads
+    whole = max(run.cpu_s, sum(procs.cpu[-1].values()))
     out = dict.fromkeys(STEPS, 0.0)
     out["start"] = procs.total_at(ready)
 
@@ -132,28 +163,31 @@ def attribute(
     out["JIT"] = after(threads, "jit")
     out["GC"] = after(threads, "gc")
     java = max(0.0, after(procs, "jvm") - out["JIT"] - out["GC"] - after(threads, "jfr"))
-    merging = [span for step in MERGE_STEPS for span in of(step)]
-    counts = dict.fromkeys(("merge", "commit", "write", "exchange", "other"), 0)
+    counts: dict[str, int] = defaultdict(int)
+    unclassed: dict[str, int] = defaultdict(int)  # by the innermost step around them
     for sample in jfr:
         if sample.time < ready:
             continue
-        kind = sample_class(sample.frames)
-        if kind is None:
-            inside = any(s <= sample.time <= e for s, e in merging)
-            kind = "merge" if inside else "other"
+        around = [(s, name) for name, s, e in timed if s <= sample.time <= e]
+        step = max(around)[1] if around else None
+        kind = java_class(sample.frames, step)
         counts[kind] += 1
+        if kind == "other":
+            unclassed[step or "(no step)"] += 1
     total = sum(counts.values())
-    for kind in ("merge", "commit", "write", "exchange"):
+    for kind in JAVA_ROWS:
         out[kind] = java * counts[kind] / total if total else 0.0
-    out["other"] = run.cpu_s - sum(v for k, v in out.items() if k != "other")
+    out["other"] = whole - sum(v for k, v in out.items() if k != "other")
     parts = {
-        "JVM": java * counts["other"] / total if total else 0.0,
+        "JVM": java * counts["other"] / total if total else java,
         "driver": after(procs, "driver"),
         "workers": max(0.0, after(procs, "workers") - scan - materialise),
         "recorder": after(threads, "jfr"),
     }
-    parts["unpolled"] = out["other"] - sum(parts.values())
-    return out, parts
+    parts["rest"] = out["other"] - sum(parts.values())
+    for step, n in unclassed.items():  # the JVM's part, by step: not summed above
+        parts[f"JVM in {step}"] = java * n / total
+    return whole, out, parts
 
 
 def measure(name: str, src: Path, config: Path, folder: Path, spark_conf: Path) -> dict[str, Any]:
@@ -177,9 +211,11 @@ def measure(name: str, src: Path, config: Path, folder: Path, spark_conf: Path) 
     if run.exit_code != 0:
         raise AssertionError(f"{name}: run --once failed, see {log}:\n{text[-3000:]}")
     jfr = samples(recording) if recording.exists() else []
-    steps, other = attribute(run, text, hook_seconds(hooks), jfr)
+    whole, steps, other = attribute(run, text, hook_seconds(hooks), jfr)
     return {
-        "cpu_s": run.cpu_s,
+        "cpu_s": whole,
+        "kernel_cpu_s": run.cpu_s,
+        "polled_cpu_s": sum(run.processes.cpu[-1].values()),
         "wall_s": run.wall_s,
         "steps": steps,
         "other": other,
@@ -189,13 +225,22 @@ def measure(name: str, src: Path, config: Path, folder: Path, spark_conf: Path) 
     }
 
 
+def _commit(src: Path) -> str | None:
+    """The commit a checkout is at (None outside git)."""
+    done = subprocess.run(
+        ["git", "-C", str(src), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    return done.stdout.strip() or None
+
+
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Each step's median over the runs, and its percent of the sum of the medians."""
     medians = {s: statistics.median(r["steps"][s] for r in runs) for s in STEPS}
+    parts = sorted({p for r in runs for p in r["other"]}, key=lambda p: (p not in OTHER, p))
     whole = sum(medians.values())
     return {
         "cpu_s": medians,
-        "other": {p: statistics.median(r["other"][p] for r in runs) for p in OTHER},
+        "other": {p: statistics.median(r["other"].get(p, 0.0) for r in runs) for p in parts},
         "percent": {s: 100 * v / whole if whole else 0.0 for s, v in medians.items()},
         "total_cpu_s": statistics.median(r["cpu_s"] for r in runs),
         "wall_s": statistics.median(r["wall_s"] for r in runs),
@@ -220,13 +265,14 @@ def report(out: dict[str, Any]) -> None:
     print(f"  {'sum':<10}" + "".join(f" {sum(s['cpu_s'].values()):>8.2f} s {'':>8}" for s in cells))
     for c in codes:
         s = out["codes"][c]["summary"]
-        parts = ", ".join(f"{p} {v:.2f}" for p, v in s["other"].items())
+        parts = ", ".join(f"{p} {v:.2f}" for p, v in s["other"].items() if v >= 0.05)
         print(f"  {c}: other holds (medians, CPU s) {parts}")
         runs = ", ".join(f"{x:.1f}" for x in s["cpu_s_runs"])
         print(
             f"  {c}: whole tree {runs} CPU s (median {s['total_cpu_s']:.1f}), "
             f"wall {s['wall_s']:.1f} s"
         )
+    print(f"  commits: {out['commits']}")
     print(f"  load average: {' '.join(f'{x:.2f}' for x in out['load_average'])} (1/5/15 min)")
 
 
@@ -262,6 +308,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     work.mkdir(parents=True)
     segment_bytes = int(args.segment_mib * MiB)
     runs: dict[str, list[dict[str, Any]]] = {c: [] for c in codes}
+    commits = {c: _commit(src) for c, src in codes.items()}  # as the runs start
     for i in range(args.repeat):  # the codes take turns: the machine's load hits each alike
         for name, src in codes.items():
             folder = work / f"{name}-{i}"
@@ -275,6 +322,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "input_bytes": sum(p.stat().st_size for p in inputs),
         },
         "repeat": args.repeat,
+        "commits": commits,
         "codes": {
             c: {"src": str(codes[c]), "runs": r, "summary": summary(r)} for c, r in runs.items()
         },

@@ -38,7 +38,8 @@ def test_steps_benchmark_smoke(tmp_path: Path) -> None:
     for step in ("start", "decode", "reduce", "encode", "JIT"):
         assert run["steps"][step] > 0, step
     assert run["steps"]["merge"] + run["steps"]["commit"] + run["steps"]["write"] > 0
-    assert sum(run["other"].values()) == pytest.approx(run["steps"]["other"])
+    assert sum(run["other"][p] for p in steps.OTHER) == pytest.approx(run["steps"]["other"])
+    assert run["cpu_s"] == max(run["kernel_cpu_s"], run["polled_cpu_s"])
     summary = code["summary"]
     assert set(summary["cpu_s"]) == set(summary["percent"]) == set(steps.STEPS)
     assert sum(summary["percent"].values()) == pytest.approx(100, abs=0.01)
@@ -95,3 +96,16 @@ def test_a_sample_is_classed_by_its_innermost_known_step() -> None:
     assert sample_class([parquet, merge]) == "write"
     assert sample_class(["java.lang.String.hashCode() line: 1", merge]) == "merge"
     assert sample_class(["java.lang.String.hashCode() line: 1"]) is None
+
+
+def test_a_jvm_sample_goes_to_its_frames_row_else_its_steps() -> None:
+    plain = ["java.lang.String.hashCode() line: 1"]
+    parquet = ["org.apache.parquet.hadoop.ParquetWriter.write(Object) line: 3"]
+    python = ["org.apache.spark.api.python.PythonRunner$$anon$2.read() line: 7"]
+    assert steps.java_class(plain, "decode and reduce") == "scan (JVM)"
+    assert steps.java_class(python, None) == "scan (JVM)"
+    assert steps.java_class(parquet, "decode and reduce") == "write"
+    assert steps.java_class(plain, "materialise: record") == "merge"
+    assert steps.java_class(plain, "state append") == "merge"
+    assert steps.java_class(plain, "tables") == "tables"
+    assert steps.java_class(plain, "query") == steps.java_class(plain, None) == "other"
