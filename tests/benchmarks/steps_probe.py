@@ -104,55 +104,67 @@ class Run:
 
 
 def run_tree(argv: Sequence[str], *, cwd: Path, env: dict[str, str], log: Path) -> Run:
-    """``argv`` with this process a child subreaper (segcompact's JVM outlives its Python
-    driver and is reparented here), polled every :data:`POLL_S` until its last descendant
-    exits. The caller must start no other child meanwhile: the tree's CPU is this process's
-    ``RUSAGE_CHILDREN`` growth."""
+    """``argv`` with this process a child subreaper while it runs (segcompact's JVM outlives its
+    Python driver and is reparented here), polled every :data:`POLL_S` until the last process
+    of its tree exits. The caller must start no other child meanwhile: the tree's kernel count
+    is this process's ``RUSAGE_CHILDREN`` growth."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    began = time.perf_counter()
+    try:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        began = time.perf_counter()
+        others = set(_children().get(os.getpid(), []))  # this process's own, left alone
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(
+                argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out
+            )
+            code, processes, threads = _poll(proc.pid, others)
+            proc.returncode = code  # reaped here
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    finally:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return Run(code, cpu, time.perf_counter() - began, processes, threads)
+
+
+def _poll(driver: int, others: set[int]) -> tuple[int, Series, Series]:
+    """The tree of ``driver``, a child of this process, polled until its last process exits
+    (what is reparented here from it included; this process's ``others`` children are left
+    alone): the driver's exit code and the series by process and by JVM thread."""
+    me = os.getpid()
     seen: dict[int, tuple[str, float]] = {}
     threads: dict[int, tuple[str, float]] = {}
     processes_series, threads_series = Series(), Series()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out
-        )
-        code: int | None = None
-        while True:
-            tree = _tree(proc.pid)
-            for pid in tree:
-                try:
-                    kind = process_kind(_read(f"/proc/{pid}/cmdline"), pid, proc.pid)
-                    seen[pid] = (kind, _stat(f"/proc/{pid}/stat")[1])
-                    if kind == "jvm":
-                        _poll_threads(pid, threads)
-                except OSError:
-                    continue  # ended meanwhile
-            now = time.time()
-            processes_series.times.append(now)
-            processes_series.cpu.append(_by_kind(seen.values()))
-            threads_series.times.append(now)
-            threads_series.cpu.append(_by_kind(threads.values()))
-            if code is None:
-                code = proc.poll()
-            while True:  # reap what exited, the reparented JVM included
-                try:
-                    pid, _ = os.waitpid(-1, os.WNOHANG)
-                except ChildProcessError:
-                    pid = -1
-                if pid <= 0:
-                    break
-                if pid == proc.pid:
-                    code = proc.returncode if proc.returncode is not None else 0
-            if code is not None and not _tree(os.getpid())[1:]:
-                break
-            time.sleep(POLL_S)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return Run(code, cpu, time.perf_counter() - began, processes_series, threads_series)
+    code: int | None = None
+    while True:
+        children = _children()
+        ours = [p for p in children.get(me, []) if p not in others]
+        for pid in _subtrees(ours, children):
+            try:
+                cmdline = _read(f"/proc/{pid}/cmdline")
+                # A process that has exited (a zombie) shows none: it keeps its kind.
+                kind = process_kind(cmdline, pid, driver) if cmdline else seen[pid][0]
+                seen[pid] = (kind, _stat(f"/proc/{pid}/stat")[1])
+                if kind == "jvm":
+                    _poll_threads(pid, threads)
+            except (OSError, KeyError):
+                continue  # ended meanwhile, or first seen as a zombie
+        now = time.time()
+        processes_series.times.append(now)
+        processes_series.cpu.append(_by_kind(seen.values()))
+        threads_series.times.append(now)
+        threads_series.cpu.append(_by_kind(threads.values()))
+        for pid in ours:  # reap what exited, the reparented JVM included
+            try:
+                done, status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                continue
+            if done == driver:
+                code = os.waitstatus_to_exitcode(status)
+        if code is not None and not set(_children().get(me, [])) - others:
+            return code, processes_series, threads_series
+        time.sleep(POLL_S)
 
 
 def _by_kind(values: Iterable[tuple[str, float]]) -> dict[str, float]:
@@ -175,15 +187,20 @@ def _poll_threads(pid: int, threads: dict[int, tuple[str, float]]) -> None:
             continue
 
 
-def _tree(root: int) -> list[int]:
-    children: dict[int, list[int]] = defaultdict(list)
+def _children() -> dict[int, list[int]]:
+    """Every process's children, from /proc."""
+    out: dict[int, list[int]] = defaultdict(list)
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
-                children[_stat(f"/proc/{entry.name}/stat")[0]].append(int(entry.name))
+                out[_stat(f"/proc/{entry.name}/stat")[0]].append(int(entry.name))
             except OSError:
                 continue
-    out, todo = [], [root]
+    return out
+
+
+def _subtrees(roots: Iterable[int], children: dict[int, list[int]]) -> list[int]:
+    out, todo = [], list(roots)
     while todo:
         p = todo.pop()
         out.append(p)
