@@ -16,7 +16,7 @@ each process of its tree and of each thread of its JVM, by kind), with the JVM's
 on (``spark.driver.extraJavaOptions`` in a ``spark-defaults.conf`` of its own; such a
 ``SPARK_CONF_DIR`` means no class archive, so the JVM loads its classes from the jars) and this
 directory's ``steps_hook`` first on the PYTHONPATH (thread CPU in the decoder and in the segment
-encoder, in every Python process). Its CPU, the whole tree's (the kernel's count), goes to:
+encoder, in every Python process). Its CPU, the whole tree's (below), goes to:
 
 - ``start``: every process until the ``Spark session`` step of the debug log ends: JVM start,
   class loading, Spark and Delta start, the Python driver's imports.
@@ -48,7 +48,8 @@ encoder, in every Python process). Its CPU, the whole tree's (the kernel's count
 
 The whole tree's CPU is the larger of the kernel's count (the children's ``RUSAGE_CHILDREN``)
 and the polled one (the last figure of every process seen): each misses something (the kernel's
-a process whose parent never waits for it, the polled one what ends between two polls).
+a process reaped without a wait, as the workers of PySpark's daemon, which ignores SIGCHLD;
+the polled one a process that starts and ends between two polls).
 Per code, each row's median over the runs; its percent is of the sum of the medians (which sum
 to 100). Nothing here asserts a time.
 """
