@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from tests.benchmarks.measure import PR_SET_CHILD_SUBREAPER
+from tests.support.jvm import java_executable
 
 POLL_S = 0.2
 TICK = os.sysconf("SC_CLK_TCK")
@@ -261,7 +262,15 @@ def samples(jfr_file: Path) -> list[Sample]:
     zone, as this process reads them, the date the file's where it prints none)."""
     day = datetime.fromtimestamp(jfr_file.stat().st_mtime).date().isoformat()
     text = subprocess.run(
-        ["jfr", "print", "--events", "jdk.ExecutionSample", "--stack-depth", "64", str(jfr_file)],
+        [
+            jfr_tool(),
+            "print",
+            "--events",
+            "jdk.ExecutionSample",
+            "--stack-depth",
+            "64",
+            str(jfr_file),
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -278,6 +287,14 @@ def samples(jfr_file: Path) -> list[Sample]:
         frames = tuple(line.strip() for line in event[start:].splitlines()[1:] if line.strip())
         out.append(Sample(when, frames))
     return out
+
+
+def jfr_tool() -> str:
+    """The JDK's ``jfr`` beside the ``java`` that Spark runs (``JAVA_HOME``'s, else PATH's)."""
+    tool = Path(os.path.realpath(java_executable())).parent / "jfr"
+    if not tool.is_file():
+        raise AssertionError(f"no jfr beside {java_executable()}: the steps need a JDK, not a JRE")
+    return str(tool)
 
 
 def sample_class(frames: Sequence[str]) -> str | None:
