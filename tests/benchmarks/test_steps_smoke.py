@@ -5,9 +5,12 @@ run are checked on made-up figures."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from segcompact.humanize import iso_time
 from tests.benchmarks import steps
@@ -109,3 +112,26 @@ def test_a_jvm_sample_goes_to_its_frames_row_else_its_steps() -> None:
     assert steps.java_class(plain, "state append") == "merge"
     assert steps.java_class(plain, "tables") == "tables"
     assert steps.java_class(plain, "query") == steps.java_class(plain, None) == "other"
+
+
+@given(
+    steps=st.lists(
+        st.tuples(st.floats(0.01, 5), st.floats(0, 3)), min_size=1, max_size=20
+    ),  # (poll interval, CPU spent in it)
+    cuts=st.lists(st.floats(0, 1), max_size=5),
+)
+def test_cpu_within_spans_that_tile_the_run_adds_up_to_all_of_it(
+    steps: list[tuple[float, float]], cuts: list[float]
+) -> None:
+    times, cpu = [0.0], [{"workers": 0.0}]
+    for gap, spent in steps:
+        times.append(times[-1] + gap)
+        cpu.append({"workers": cpu[-1]["workers"] + spent})
+    series = Series(times=times, cpu=cpu)
+    end = times[-1]
+    edges = sorted({0.0, end, *(c * end for c in cuts)})
+    tiles = list(pairwise(edges))
+    total = cpu[-1]["workers"]
+    assert sum(series.within("workers", [t]) for t in tiles) == pytest.approx(total, abs=1e-6)
+    for tile in tiles:
+        assert 0 <= series.within("workers", [tile]) <= total + 1e-9
