@@ -21,7 +21,7 @@ TEST_WORKERS ?= 2
 export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
-.PHONY: setup demo test chaos fuzz fuzzers bench bench-readonly bench-reduce bench-state-values bench-encode bench-e2e bench-cleaner bench-fixed-cost bench-steady bench-latency bench-memory bench-partitions bench-skew bench-scaling bench-ship soak golden clean java chromium minio crds bundle-schema
+.PHONY: setup demo test chaos fuzz fuzzers bench bench-readonly bench-reduce bench-state-values bench-encode bench-e2e bench-cleaner bench-steps bench-fixed-cost bench-steady bench-latency bench-memory bench-partitions bench-skew bench-scaling bench-ship soak golden clean java chromium minio crds bundle-schema
 
 setup: java $(BIN)/.installed $(DELTA_JARS) $(S3_JARS)
 
@@ -155,6 +155,13 @@ bench-e2e: setup
 bench-cleaner: setup $(KAFKA_JARS)
 	$(BIN)/python -m tests.benchmarks.cleaner --size-mib 256 --partitions 2 \
 	  --keys-per-partition 200000 --tombstones 0.1
+
+# Where one `run --once` of bench-cleaner's log spends its CPU, step by step (JVM start, decode,
+# reduce, merge, commit, encode, write...), from /proc, the job's debug log and the JVM's Flight
+# Recorder; run `make bench-cleaner` first (its log is the input). STEPS_CODE='--code a=SRC ...'
+# puts checkouts side by side.
+bench-steps: setup
+	$(BIN)/python -m tests.benchmarks.steps --repeat 3 $(STEPS_CODE)
 
 # What segcompact spends with nothing to compact: run --once on an empty source (fresh tables,
 # then a restart) and two minutes of the idle continuous job (CPU from /proc: a quiet machine).
