@@ -1,10 +1,10 @@
 """Reducing a compacted log in its decoding task: in one pass, beside keys first.
 
-    python -m tests.benchmarks.reduce [--size-mib 128] [--keys 200000] [--repeat 3] [--dir D]
+    python -m tests.benchmarks.reduce [--size-mib 128] [--keys 200000] [--repeat 3] [--workdir D]
 
 One partition's lz4 log of about ``--size-mib`` MiB is generated once and cached under
-``--dir``: 16 KiB batches (before compression) of records whose keys are drawn at random among
-``--keys`` for each record, as a producer writes them (no batch repeated:
+``--workdir``: 16 KiB batches (before compression) of records whose keys are drawn at random
+among ``--keys`` for each record, as a producer writes them (no batch repeated:
 ``tests/support/keyed_log.py`` repeats batches, which leaves whole batches without a winner),
 ``keyed_log``'s JSON-like values of 100-200 bytes, 5 % tombstones, a trace header on a fifth.
 
@@ -24,7 +24,6 @@ from __future__ import annotations
 import gc
 import random
 import statistics
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -120,14 +119,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, object]:
     parser.add_argument("--size-mib", type=float, default=128, help="log size (default 128)")
     parser.add_argument("--keys", type=int, default=200_000, help="distinct keys (200000)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds; the median counts")
-    parser.add_argument(
-        "--dir",
-        type=Path,
-        default=Path(tempfile.gettempdir()) / "segcompact-bench",
-        help="where the generated log is cached",
-    )
+    options.add_workdir(parser, "bench", "where the generated log is cached")
     args = parser.parse_args(argv)
-    path = generate(args.dir, args.size_mib, args.keys)
+    path = generate(args.workdir, args.size_mib, args.keys)
     path.read_bytes()  # the page cache: both modes read from it
     cpu: dict[str, list[float]] = {m: [] for m in MODES}
     left: dict[str, tuple[int, int]] = {}

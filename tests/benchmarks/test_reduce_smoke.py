@@ -11,7 +11,7 @@ from tests.benchmarks import reduce
 
 @pytest.mark.benchmark
 def test_reduce_benchmark_smoke(tmp_path: Path) -> None:
-    args = ["--size-mib", "1", "--keys", "500", "--dir", str(tmp_path), "--repeat", "1"]
+    args = ["--size-mib", "1", "--keys", "500", "--workdir", str(tmp_path), "--repeat", "1"]
     out = reduce.main(args)
     assert isinstance(out["file_bytes"], int) and out["file_bytes"] >= 1 << 20
     # Every key was drawn many times: one record per key leaves (both modes: checked).
