@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,35 +25,46 @@ from segcompact.erasure.keyhash import SECRET_VARIABLE
 from tests.e2e.harness import CLI, RUN_TIMEOUT_S, cli_env
 from tests.support.jvm import REPO_ROOT
 
+TICK = os.sysconf("SC_CLK_TCK")
 
-def _processes(own: bool = False) -> dict[int, tuple[int, float]]:
-    """Every process's parent and CPU seconds, itself and its reaped children's (its own alone
-    with ``own``), from /proc (empty where there is none)."""
-    tick = os.sysconf("SC_CLK_TCK")
+
+def stat(path: str, *, own: bool = False) -> tuple[int, float]:
+    """The parent and CPU seconds in a /proc ``stat`` file (a process's or a thread's): utime
+    and stime, and with them the reaped children's cutime and cstime unless ``own``."""
+    with open(path) as f:
+        text = f.read()
+    rest = text[text.rindex(")") + 2 :].split()
+    return int(rest[1]), sum(int(x) for x in rest[11 : 13 if own else 15]) / TICK
+
+
+def processes(own: bool = False) -> dict[int, tuple[int, float]]:
+    """Every process's parent and CPU seconds (:func:`stat`), from /proc (empty where there is
+    none)."""
     out: dict[int, tuple[int, float]] = {}
     try:
         entries = list(os.scandir("/proc"))
     except OSError:
         return out
     for entry in entries:
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as f:
-                text = f.read()
-        except OSError:
-            continue  # gone meanwhile
-        rest = text[text.rindex(")") + 2 :].split()
-        ticks = sum(int(x) for x in rest[11 : 13 if own else 15])  # utime stime cutime cstime
-        out[int(entry.name)] = (int(rest[1]), ticks / tick)
+        if entry.name.isdigit():
+            try:
+                out[int(entry.name)] = stat(f"/proc/{entry.name}/stat", own=own)
+            except OSError:
+                continue  # gone meanwhile
     return out
 
 
-def _tree(pid: int, processes: dict[int, tuple[int, float]]) -> list[int]:
+def children_of(pid: int, found: dict[int, tuple[int, float]]) -> list[int]:
+    """``pid``'s children among ``found`` (:func:`processes`)."""
+    return [child for child, (ppid, _) in found.items() if ppid == pid]
+
+
+def tree(roots: Iterable[int], found: dict[int, tuple[int, float]]) -> list[int]:
+    """``roots`` and every process below them among ``found`` (:func:`processes`)."""
     children: dict[int, list[int]] = defaultdict(list)
-    for child, (ppid, _) in processes.items():
+    for child, (ppid, _) in found.items():
         children[ppid].append(child)
-    out, todo = [], [pid]
+    out, todo = [], list(roots)
     while todo:
         p = todo.pop()
         out.append(p)
@@ -61,18 +72,27 @@ def _tree(pid: int, processes: dict[int, tuple[int, float]]) -> list[int]:
     return out
 
 
+def subreaper(on: bool) -> None:
+    """Make this process a child subreaper (or no longer one): a descendant whose parent exits
+    without waiting for it (segcompact's Spark JVM, whose Python driver does not wait) is
+    reparented here instead of to init."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
 def descendants(pid: int) -> list[int]:
     """The processes below ``pid`` (not itself)."""
-    return _tree(pid, _processes())[1:]
+    return tree([pid], processes())[1:]
 
 
 def tree_cpu_seconds() -> float | None:
     """CPU seconds of this process and all its descendants (the JVM, Python workers), or None
     where /proc is missing. Reaped children count through their parent's cutime and cstime."""
-    processes = _processes()
-    if not processes:
+    found = processes()
+    if not found:
         return None
-    return sum(processes[p][1] for p in _tree(os.getpid(), processes) if p in processes)
+    return sum(found[p][1] for p in tree([os.getpid()], found) if p in found)
 
 
 def busy_cpu_seconds() -> float | None:
@@ -196,9 +216,7 @@ def reap(argv: Sequence[str]) -> int:
     ``run --once`` of 285 MB). So the tree is also polled from /proc every
     :data:`POLL_S`, each process's own CPU at its last poll; ``cpu_s`` is the larger of the two
     counts (both are at least what was spent), and both are written."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+    subreaper(True)
     began = time.perf_counter()
     polled: dict[int, float] = {}
     done = threading.Event()
@@ -215,7 +233,7 @@ def reap(argv: Sequence[str]) -> int:
         if pid:
             continue
         if time.perf_counter() > deadline:
-            for child in [p for p, (ppid, _) in _processes().items() if ppid == os.getpid()]:
+            for child in children_of(os.getpid(), processes()):
                 os.kill(child, signal.SIGKILL)
                 killed += 1
             deadline = float("inf")
@@ -244,9 +262,9 @@ def _poll_tree(polled: dict[int, float], done: threading.Event) -> None:
     me = os.getpid()
     while True:
         finished = done.is_set()
-        processes = _processes(own=True)
-        for pid in _tree(me, processes)[1:]:
-            polled[pid] = processes[pid][1]
+        found = processes(own=True)
+        for pid in tree([me], found)[1:]:
+            polled[pid] = found[pid][1]
         if finished:
             return
         done.wait(POLL_S)

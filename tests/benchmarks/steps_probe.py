@@ -5,7 +5,6 @@ of ``steps_hook``. Nothing here asserts a time."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 import resource
@@ -17,19 +16,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from tests.benchmarks.measure import PR_SET_CHILD_SUBREAPER
+from tests.benchmarks.measure import children_of, processes, stat, subreaper, tree
 from tests.support.jvm import java_executable
 
 POLL_S = 0.2
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _stat(path: str) -> tuple[int, float]:
-    """The parent and CPU seconds (utime + stime) in a /proc ``stat`` file."""
-    with open(path) as f:
-        text = f.read()
-    rest = text[text.rindex(")") + 2 :].split()
-    return int(rest[1]), (int(rest[11]) + int(rest[12])) / TICK
 
 
 def _read(path: str) -> str:
@@ -109,24 +99,22 @@ def run_tree(argv: Sequence[str], *, cwd: Path, env: dict[str, str], log: Path) 
     Python driver and is reparented here), polled every :data:`POLL_S` until the last process
     of its tree exits. The caller must start no other child meanwhile: the tree's kernel count
     is this process's ``RUSAGE_CHILDREN`` growth."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+    subreaper(True)
     try:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         began = time.perf_counter()
-        others = set(_children().get(os.getpid(), []))  # this process's own, left alone
+        others = set(children_of(os.getpid(), processes()))  # this process's own, left alone
         with open(log, "wb") as out:
             proc = subprocess.Popen(
                 argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out
             )
-            code, processes, threads = _poll(proc.pid, others)
+            code, by_process, threads = _poll(proc.pid, others)
             proc.returncode = code  # reaped here
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     finally:
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+        subreaper(False)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return Run(code, cpu, time.perf_counter() - began, processes, threads)
+    return Run(code, cpu, time.perf_counter() - began, by_process, threads)
 
 
 def _poll(driver: int, others: set[int]) -> tuple[int, Series, Series]:
@@ -139,14 +127,14 @@ def _poll(driver: int, others: set[int]) -> tuple[int, Series, Series]:
     processes_series, threads_series = Series(), Series()
     code: int | None = None
     while True:
-        children = _children()
-        ours = [p for p in children.get(me, []) if p not in others]
-        for pid in _subtrees(ours, children):
+        found = processes(own=True)
+        ours = [p for p in children_of(me, found) if p not in others]
+        for pid in tree(ours, found):
             try:
                 cmdline = _read(f"/proc/{pid}/cmdline")
                 # A process that has exited (a zombie) shows none: it keeps its kind.
                 kind = process_kind(cmdline, pid, driver) if cmdline else seen[pid][0]
-                seen[pid] = (kind, _stat(f"/proc/{pid}/stat")[1])
+                seen[pid] = (kind, found[pid][1])
                 if kind == "jvm":
                     _poll_threads(pid, threads)
             except (OSError, KeyError):
@@ -163,7 +151,7 @@ def _poll(driver: int, others: set[int]) -> tuple[int, Series, Series]:
                 continue
             if done == driver:
                 code = os.waitstatus_to_exitcode(status)
-        if code is not None and not set(_children().get(me, [])) - others:
+        if code is not None and not set(children_of(me, processes())) - others:
             return code, processes_series, threads_series
         time.sleep(POLL_S)
 
@@ -183,30 +171,9 @@ def _poll_threads(pid: int, threads: dict[int, tuple[str, float]]) -> None:
     for task in tasks:
         try:
             comm = _read(f"{task.path}/comm").strip()
-            threads[int(task.name)] = (thread_kind(comm), _stat(f"{task.path}/stat")[1])
+            threads[int(task.name)] = (thread_kind(comm), stat(f"{task.path}/stat", own=True)[1])
         except OSError:
             continue
-
-
-def _children() -> dict[int, list[int]]:
-    """Every process's children, from /proc."""
-    out: dict[int, list[int]] = defaultdict(list)
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                out[_stat(f"/proc/{entry.name}/stat")[0]].append(int(entry.name))
-            except OSError:
-                continue
-    return out
-
-
-def _subtrees(roots: Iterable[int], children: dict[int, list[int]]) -> list[int]:
-    out, todo = [], list(roots)
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(children.get(p, ()))
-    return out
 
 
 # --- The job's debug log ---------------------------------------------------------------------
