@@ -21,6 +21,7 @@ from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
 
+from segcompact.clock import CLOCK_VARIABLE
 from segcompact.erasure.keyhash import SECRET_VARIABLE
 from tests.e2e.harness import CLI, RUN_TIMEOUT_S, cli_env
 from tests.support.jvm import REPO_ROOT
@@ -280,17 +281,21 @@ def reaped(
     *,
     cwd: Path | None = None,
     secret: str | None = None,
+    clock_ms: int | None = None,
     timeout_s: float = RUN_TIMEOUT_S,
 ) -> dict[str, Any]:
     """``argv`` under :func:`reap` (in ``cwd``, else ``work``), its stdout and stderr in
     ``work``; its figures. It must succeed within ``timeout_s``. ``secret``: the ledger's, in
-    its environment."""
+    its environment; ``clock_ms``: the time its commands' clock is pinned at (else the
+    system's)."""
     work.mkdir(parents=True, exist_ok=True)
     figures = work / "figures.json"
     env = cli_env(spark_conf_dir)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     if secret is not None:
         env[SECRET_VARIABLE] = secret
+    if clock_ms is not None:
+        env[CLOCK_VARIABLE] = str(clock_ms)
     with open(work / "stdout.txt", "wb") as out, open(work / "stderr.txt", "wb") as err:
         subprocess.run(
             [sys.executable, "-c", REAP, figures, *argv],
