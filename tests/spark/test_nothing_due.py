@@ -23,8 +23,8 @@ from segcompact.spark.tables import (
     YOUNG_SCHEMA,
     Tables,
 )
-from tests.spark.test_due import HOUR, NOW, _partition, _tombstone, _ts
 from tests.support.config import write_config
+from tests.support.table_rows import HOUR, NOW, partition_row, tombstone_row, ts
 
 pytestmark = pytest.mark.spark
 
@@ -59,9 +59,12 @@ def test_nothing_due_is_said_without_spark_and_only_then(
     tables = Tables.of(config)
     tables.ensure(spark)
     _append(
-        spark, [_row(_partition(0), PARTITIONS_SCHEMA)], PARTITIONS_SCHEMA, tables.partitions.name
+        spark,
+        [_row(partition_row(0), PARTITIONS_SCHEMA)],
+        PARTITIONS_SCHEMA,
+        tables.partitions.name,
     )
-    tombstone = _row(_tombstone(0, NOW + 7 * DAY), STATE_SCHEMA)
+    tombstone = _row(tombstone_row(0, NOW + 7 * DAY), STATE_SCHEMA)
     _append(spark, [tombstone], STATE_SCHEMA, tables.state.name)
 
     assert nothing_due(config, NOW, erasure=True) and _plans(spark, config) == set()
@@ -79,7 +82,7 @@ def test_nothing_due_is_said_without_spark_and_only_then(
         assert capsys.readouterr().out == "nothing due\n"
 
     # An erasure mark: due a quarter of the SLA after it, for purge only.
-    marked = {**_row(_partition(1), PARTITIONS_SCHEMA), "erasure_from": _ts(NOW - HOUR)}
+    marked = {**_row(partition_row(1), PARTITIONS_SCHEMA), "erasure_from": ts(NOW - HOUR)}
     _append(spark, [marked], PARTITIONS_SCHEMA, tables.partitions.name)
     assert nothing_due(config, NOW, erasure=True)
     assert not nothing_due(config, NOW + 6 * HOUR, erasure=True)
@@ -87,8 +90,8 @@ def test_nothing_due_is_said_without_spark_and_only_then(
 
     # An open erasure round: purge advances it.
     round_row = {
-        "kind": "round", "topic": "t", "partition": 1, "appended_at": _ts(NOW - HOUR),
-        "deadline": _ts(NOW + DAY), "round": 1, "status": "pending", "updated_at": _ts(NOW),
+        "kind": "round", "topic": "t", "partition": 1, "appended_at": ts(NOW - HOUR),
+        "deadline": ts(NOW + DAY), "round": 1, "status": "pending", "updated_at": ts(NOW),
     }  # fmt: skip
     _append(spark, [round_row], LEDGER_SCHEMA, tables.ledger.name)
     assert not nothing_due(config, NOW, erasure=True)
@@ -96,7 +99,7 @@ def test_nothing_due_is_said_without_spark_and_only_then(
 
     # A partition due (dirty ratio 1): materialize, unless another one is asked for; the
     # materialiser's own plans agree.
-    dirty = _row(_partition(2, dirty=100, clean=0), PARTITIONS_SCHEMA)
+    dirty = _row(partition_row(2, dirty=100, clean=0), PARTITIONS_SCHEMA)
     _append(spark, [dirty], PARTITIONS_SCHEMA, tables.partitions.name)
     assert not nothing_due(config, NOW, erasure=False)
     assert nothing_due(config, NOW, erasure=False, topic="t", partition=0)

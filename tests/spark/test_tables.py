@@ -33,8 +33,8 @@ from segcompact.spark.tables import (
     Tables,
     session_settings,
 )
-from tests.spark.test_due import HOUR, NOW, _partition, _ts
 from tests.support.spark import jobs_started
+from tests.support.table_rows import HOUR, NOW, partition_row, ts
 
 pytestmark = pytest.mark.spark
 
@@ -270,14 +270,14 @@ def test_the_erasure_clock_is_marked_only_where_it_moves(
     )
     table = tables.partitions
     table.ensure(spark)
-    rows = spark.createDataFrame([_partition(0), _partition(1)], PARTITIONS_SCHEMA)
+    rows = spark.createDataFrame([partition_row(0), partition_row(1)], PARTITIONS_SCHEMA)
     rows.write.format("delta").mode("append").save(table.name)
 
     def mark(*appended: tuple[int, int]) -> tuple[int, dict[int, datetime | None]]:
         """Graduated records' earliest times per partition marked at NOW: the table's
         version and clocks after it."""
         frame = spark.createDataFrame(
-            [("t", p, _ts(ms)) for p, ms in appended],
+            [("t", p, ts(ms)) for p, ms in appended],
             "topic string, partition int, appended_at timestamp",
         )
         mark_erasure(spark, table, frame, NOW)
@@ -285,9 +285,9 @@ def test_the_erasure_clock_is_marked_only_where_it_moves(
         return table.reader(spark).version(), {r["partition"]: r["erasure_from"] for r in clocks}
 
     version = table.reader(spark).version()
-    assert mark((0, NOW - HOUR)) == (version + 1, {0: _ts(NOW - HOUR), 1: None})
+    assert mark((0, NOW - HOUR)) == (version + 1, {0: ts(NOW - HOUR), 1: None})
     # Later records: the clock runs from earlier already, no commit.
-    assert mark((0, NOW - HOUR // 2)) == (version + 1, {0: _ts(NOW - HOUR), 1: None})
+    assert mark((0, NOW - HOUR // 2)) == (version + 1, {0: ts(NOW - HOUR), 1: None})
     # Earlier ones move it; a time after NOW counts from NOW.
     after = mark((0, NOW - 2 * HOUR), (1, NOW + HOUR))
-    assert after == (version + 2, {0: _ts(NOW - 2 * HOUR), 1: _ts(NOW)})
+    assert after == (version + 2, {0: ts(NOW - 2 * HOUR), 1: ts(NOW)})
