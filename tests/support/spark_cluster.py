@@ -16,6 +16,7 @@ of one image would share an install.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import signal
@@ -98,6 +99,15 @@ class SparkCluster:
             )
 
     def start(self) -> SparkCluster:
+        """The master and workers started, once every worker is registered and alive; on any
+        failure, every JVM started is ended before the error goes on."""
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> SparkCluster:
         self._launch(
             "master",
             "org.apache.spark.deploy.master.Master",
@@ -121,7 +131,6 @@ class SparkCluster:
             if len(self.alive_workers()) == self.workers:
                 return self
             time.sleep(0.2)  # polling for registration; no result depends on this
-        self.stop()
         tails = "\n".join(
             f"--- {log.name}\n" + log.read_text(errors="replace")[-1500:]
             for log in sorted(self.directory.glob("*.log"))
@@ -130,12 +139,12 @@ class SparkCluster:
 
     def alive_workers(self) -> list[dict[str, Any]]:
         """The workers registered with the master and alive, from its JSON UI (none while it
-        is not up)."""
+        is not up: no answer, or while its web server starts, a broken or partial one)."""
         try:
-            state = self.state()
-        except OSError:
+            workers = self.state()["workers"]
+        except (OSError, ValueError, KeyError, http.client.HTTPException):
             return []
-        return [w for w in state["workers"] if w["state"] == "ALIVE"]
+        return [w for w in workers if w["state"] == "ALIVE"]
 
     def state(self) -> dict[str, Any]:
         """The master's view: workers, active and completed applications."""
