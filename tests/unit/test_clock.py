@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
-import pytest
+from datetime import timedelta, timezone
 
-from segcompact.clock import CLOCK_VARIABLE, ManualClock, SystemClock, job_clock
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from segcompact.clock import (
+    CLOCK_VARIABLE,
+    ManualClock,
+    SystemClock,
+    at_ms,
+    epoch_ms,
+    job_clock,
+)
 from segcompact.errors import ConfigError
 
 
@@ -27,3 +38,13 @@ def test_a_pinned_time_that_is_not_epoch_milliseconds_is_refused(
     assert str(info.value) == (
         f"SEGCOMPACT_CLOCK_MS={value!r}: not a time (epoch milliseconds, an integer)"
     )
+
+
+@given(st.integers(-(10**12), 4 * 10**12), st.integers(0, 999))
+def test_a_time_and_its_epoch_milliseconds_convert_exactly(ms: int, us: int) -> None:
+    at = at_ms(ms)
+    assert epoch_ms(at) == ms
+    assert epoch_ms(at + timedelta(microseconds=us)) == ms  # the millisecond it falls in
+    assert epoch_ms(at.astimezone(timezone(timedelta(hours=-7)))) == ms
+    assert epoch_ms(at.astimezone().replace(tzinfo=None)) == ms  # naive: local time
+    assert epoch_ms(None) is None

@@ -2,5 +2,7 @@
 a table (:mod:`.location`: delta-rs where its location lets it, else Spark), delta-rs's reader
 (:mod:`.native`, no JVM), SQL over the tables (:mod:`.sql`) and a version read on executors
 (:mod:`.pinned`). Spark's reader and SQL, for what delta-rs cannot open, are in
-``segcompact.spark.table_reader``; Spark writes the tables (``segcompact.spark.tables``).
+``segcompact.spark.table_reader``; Spark writes the tables' records
+(``segcompact.spark.tables``). A MERGE of a few rows the driver holds is said once
+(:mod:`.merge_sql`) and committed by delta-rs on local disks (:mod:`.native`), else by Spark.
 """

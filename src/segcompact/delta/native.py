@@ -1,9 +1,12 @@
-"""Delta tables read by delta-rs, without the JVM (and vacuumed, on local disks).
+"""Delta tables read by delta-rs, without the JVM (and, on local disks, vacuumed and given
+small MERGEs).
 
 Opening a table, its version, properties and commit times, reading a small table's rows, and
 VACUUM take milliseconds here against a second or more of Spark jobs each, which every upkeep
-pays for several tables. Spark writes the tables; delta-rs only reads them and, for VACUUM,
-removes files and logs the ``VACUUM START``/``VACUUM END`` commits Delta's own VACUUM logs.
+pays for several tables. Spark writes the tables' records; delta-rs reads them and, for VACUUM,
+removes files and logs the ``VACUUM START``/``VACUUM END`` commits Delta's own VACUUM logs. It
+also commits the MERGEs of a few rows the driver holds (``merge_sql``), with the idempotent-write
+pair as the same ``txn`` action Spark's writes record and honour.
 
 :func:`open_reader` chooses the engine of a table once, from its location: delta-rs where it
 opens it, else Spark. A table delta-rs opens but whose rows it cannot read (a protocol feature it
@@ -18,10 +21,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable, QueryBuilder
-from deltalake.exceptions import DeltaError, TableNotFoundError
+from deltalake.exceptions import DeltaError, DeltaProtocolError, TableNotFoundError
+from deltalake.transaction import CommitProperties, Transaction
 
 from segcompact.clock import epoch_ms
 from segcompact.delta.location import local_path, native_location
+from segcompact.delta.merge_sql import RowsMerge
 from segcompact.delta.pinned import Pinned
 
 if TYPE_CHECKING:
@@ -174,6 +179,41 @@ class NativeReader:
             self.table.vacuum(dry_run=False, enforce_retention_duration=True, full=True)
         except DeltaError:
             return False
+        return True
+
+    def merge(self, rows: pa.Table, merge: RowsMerge, write: tuple[str, int] | None) -> bool:
+        """MERGE ``rows`` (a few, held by the driver) into the table, skipped if the
+        idempotent-write pair ``write`` (app id, version) was committed already, by delta-rs or
+        by Spark (None: never skipped). False when delta-rs should not, having written nothing:
+        on an object store (its commit would not go through the LogStore Spark's commits use),
+        a table with reader features (delta-rs 1.6 would rewrite a file without its deletion
+        vector) or a protocol it cannot write."""
+        if local_path(self.location) is None:
+            return False
+        table = DeltaTable(self.location, storage_options=self.options or None)
+        try:
+            if table.protocol().reader_features:
+                return False
+            if write is not None:
+                app_id, version = write
+                done = table.transaction_version(app_id)
+                if done is not None and done >= version:
+                    return True
+            merger = table.merge(
+                rows,
+                merge.on,
+                source_alias="s",
+                target_alias="t",
+                commit_properties=None
+                if write is None
+                else CommitProperties(app_transactions=[Transaction(*write)]),
+            ).when_matched_update(updates=dict(merge.update), predicate=merge.when)
+            if merge.insert:
+                merger = merger.when_not_matched_insert(updates=dict(merge.insert))
+            merger.execute()
+        except DeltaProtocolError:
+            return False
+        self._table = None  # its next read sees the commit
         return True
 
 

@@ -7,9 +7,18 @@ from functools import reduce
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
+from segcompact.clock import at_ms
 from segcompact.compaction.delete_records import Outcome, low_watermark
-from segcompact.spark.frames import local_frame
-from segcompact.spark.tables import SOURCE_AS_IS, Tables, session_settings
+from segcompact.delta.merge_sql import BY_PARTITION, RowsMerge
+from segcompact.spark.frames import local_rows
+from segcompact.spark.tables import Tables
+
+# A log start moved forward, never back.
+_MOVED = RowsMerge(
+    BY_PARTITION,
+    update={"log_start_offset": "s.low", "updated_at": "s.now"},
+    when="s.low > t.log_start_offset",
+)
 
 
 def delete_records(
@@ -20,9 +29,12 @@ def delete_records(
     Later merges drop input below the log start (``BatchMerger._above_log_start``) and the next
     materialisation is triggered by the move.
     """
+    rows = tables.partitions.reader(spark).arrow(
+        columns=["topic", "partition", "log_start_offset", "log_end_offset"]
+    )
     known = {
-        (r.topic, r.partition): (r.log_start_offset, r.log_end_offset)
-        for r in tables.partitions.read(spark).collect()
+        (r["topic"], r["partition"]): (r["log_start_offset"], r["log_end_offset"])
+        for r in rows.to_pylist()
     }
     outcomes = {
         tp: low_watermark(*known.get(tp, (None, None)), offset) for tp, offset in requests.items()
@@ -34,21 +46,11 @@ def delete_records(
     ]
     if not moves:
         return outcomes
-    source = local_frame(spark, moves, "topic string, partition int, low long")
-    with session_settings(spark, SOURCE_AS_IS):  # local rows: nothing to copy
-        (
-            tables.partitions.delta(spark)
-            .alias("t")
-            .merge(source.alias("s"), "t.topic = s.topic AND t.partition = s.partition")
-            .whenMatchedUpdate(
-                condition="s.low > t.log_start_offset",
-                set={
-                    "log_start_offset": F.col("s.low"),
-                    "updated_at": F.timestamp_millis(F.lit(now_ms)),
-                },
-            )
-            .execute()
-        )
+    source = local_rows(
+        [(t, p, low, at_ms(now_ms)) for t, p, low in moves],
+        "topic string, partition int, low long, now timestamp",
+    )
+    tables.partitions.merge_rows(spark, source, _MOVED)
     below: Column = reduce(
         lambda a, b: a | b,
         [

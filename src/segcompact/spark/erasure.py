@@ -40,9 +40,10 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from segcompact.clock import Clock, epoch_ms
+from segcompact.clock import Clock, at_ms, epoch_ms
 from segcompact.config import CompactorConfig
 from segcompact.config.sla import retention_ms, smallest_sla_ms
+from segcompact.delta.merge_sql import BY_PARTITION, RowsMerge
 from segcompact.erasure.ledger_reads import DELETE, ROUND, read_rows
 from segcompact.erasure.schedule import (
     EXPIRED,
@@ -54,13 +55,18 @@ from segcompact.erasure.schedule import (
 )
 from segcompact.humanize import duration
 from segcompact.publication import Output
-from segcompact.spark.frames import local_frame
+from segcompact.spark.frames import local_frame, local_rows
 from segcompact.spark.ledger import rows_frame, upsert
 from segcompact.spark.purge import purge_deleted_rows
-from segcompact.spark.tables import LEDGER_SCHEMA, SOURCE_AS_IS, Tables, session_settings
+from segcompact.spark.tables import LEDGER_SCHEMA, Tables
 from segcompact.timing import timed
 
 _DV = "delta.enableDeletionVectors"
+# A round's mark cleared: the erasure clock of a partition it took, unless a later record
+# restarted it (``s.since``: the clock the round saw; ``s.cleared``: null).
+_CLEARED = RowsMerge(
+    f"{BY_PARTITION} AND t.erasure_from = s.since", update={"erasure_from": "s.cleared"}
+)
 
 log = logging.getLogger(__name__)
 
@@ -277,23 +283,11 @@ class Eraser:
     def _clear_marks(self, marks: dict[tuple[str, int], int]) -> None:
         if not marks:
             return
-        source = local_frame(
-            self.spark,
-            [(t, p, ms) for (t, p), ms in marks.items()],
-            "topic string, partition int, ms long",
+        source = local_rows(
+            [(t, p, at_ms(ms), None) for (t, p), ms in marks.items()],
+            "topic string, partition int, since timestamp, cleared timestamp",
         )
-        with session_settings(self.spark, SOURCE_AS_IS):  # local rows: nothing to copy
-            (
-                self.tables.partitions.delta(self.spark)
-                .alias("t")
-                .merge(
-                    source.alias("s"),
-                    "t.topic = s.topic AND t.partition = s.partition "
-                    "AND unix_millis(t.erasure_from) = s.ms",
-                )
-                .whenMatchedUpdate(set={"erasure_from": F.lit(None).cast("timestamp")})
-                .execute()
-            )
+        self.tables.partitions.merge_rows(self.spark, source, _CLEARED)
 
     # -- advancing ---------------------------------------------------------------------------
 

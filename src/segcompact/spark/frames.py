@@ -23,11 +23,17 @@ def local_frame(
     spark: SparkSession, rows: Sequence[Sequence[Any]], schema: T.StructType | str
 ) -> DataFrame:
     """``rows`` (tuples in the schema's column order) as a DataFrame of ``schema`` (a struct or
-    DDL). A naive ``datetime`` is local time, as ``createDataFrame`` and ``collect`` take it;
-    a timestamp column takes nothing else (Arrow would read a number as microseconds)."""
-    struct = schema if isinstance(schema, T.StructType) else T.StructType.fromDDL(schema)
-    if not isinstance(struct, T.StructType):
-        raise ValueError(f"not a row's schema: {schema}")
+    DDL), as :func:`local_rows` builds them."""
+    struct = _struct(schema)
+    return spark.createDataFrame(local_rows(rows, struct), struct)
+
+
+def local_rows(rows: Sequence[Sequence[Any]], schema: T.StructType | str) -> pa.Table:
+    """``rows`` (tuples in the schema's column order) as an Arrow table of ``schema`` (a struct
+    or DDL; timestamps in UTC). A naive ``datetime`` is local time, as ``createDataFrame`` and
+    ``collect`` take it; a timestamp column takes nothing else (Arrow would read a number as
+    microseconds)."""
+    struct = _struct(schema)
     arrow = to_arrow_schema(struct, timezone="UTC")
     columns: list[list[Any]] = [[] for _ in struct.fields]
     for row in rows:
@@ -39,7 +45,14 @@ def local_frame(
         pa.array(_aware(values) if isinstance(f.dataType, T.TimestampType) else values, field.type)
         for values, f, field in zip(columns, struct.fields, arrow, strict=True)
     ]
-    return spark.createDataFrame(pa.Table.from_arrays(arrays, schema=arrow), struct)
+    return pa.Table.from_arrays(arrays, schema=arrow)
+
+
+def _struct(schema: T.StructType | str) -> T.StructType:
+    struct = schema if isinstance(schema, T.StructType) else T.StructType.fromDDL(schema)
+    if not isinstance(struct, T.StructType):
+        raise ValueError(f"not a row's schema: {schema}")
+    return struct
 
 
 def _aware(values: list[Any]) -> list[Any]:

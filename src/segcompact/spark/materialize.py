@@ -28,17 +28,18 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from segcompact.clock import Clock
+from segcompact.clock import Clock, at_ms
 from segcompact.compaction.output import OUTPUT_NOT_WRITTEN, ROWS, PartitionWriter, record_sizes
 from segcompact.compaction.rules import is_young
 from segcompact.compaction.triggers import Reason, decision
 from segcompact.config import CompactorConfig, TombstoneMode
+from segcompact.delta.merge_sql import BY_PARTITION, RowsMerge
 from segcompact.delta.pinned import SORT_MEMORY, Pinned, SortError, partitions_log
 from segcompact.format.attributes import Compression, RecordAttr
 from segcompact.publication import Output, OutputFile, Publication, new_version_directory
-from segcompact.spark.frames import local_frame
+from segcompact.spark.frames import local_rows
 from segcompact.spark.table_reader import of_partitions
-from segcompact.spark.tables import RECORD_FIELDS, SOURCE_AS_IS, Tables, session_settings
+from segcompact.spark.tables import RECORD_FIELDS, Tables
 from segcompact.storage import Storage
 from segcompact.timing import timed
 
@@ -496,70 +497,65 @@ class Materializer:
         return {(r.topic, r.partition): r.asDict() for r in written.collect()}
 
     def _mark_uncleanable(self, failed: Mapping[tuple[str, int], str]) -> None:
-        source = local_frame(
-            self.spark,
-            [(t, p, reason) for (t, p), reason in failed.items()],
-            "topic string, partition int, reason string",
+        now = at_ms(self.clock.now_ms())
+        source = local_rows(
+            [(t, p, reason, now) for (t, p), reason in failed.items()],
+            "topic string, partition int, reason string, now timestamp",
         )
-        ts = F.timestamp_millis(F.lit(self.clock.now_ms()))
-        with session_settings(self.spark, SOURCE_AS_IS):
-            (
-                self.tables.partitions.delta(self.spark)
-                .alias("t")
-                .merge(source.alias("s"), "t.topic = s.topic AND t.partition = s.partition")
-                .whenMatchedUpdate(
-                    set={
-                        "uncleanable_reason": F.coalesce(
-                            F.col("t.uncleanable_reason"), F.col("s.reason")
-                        ),
-                        "updated_at": ts,
-                    }
-                )
-                .execute()
-            )
+        self.tables.partitions.merge_rows(self.spark, source, _UNCLEANABLE)
 
     def _record(self, results: list[dict[str, Any]], now: int) -> None:
-        source = local_frame(
-            self.spark,
+        at = at_ms(now)
+
+        def stamp(ms: int | None) -> Any:
+            return None if ms is None else at_ms(ms)
+
+        source = local_rows(
             [
                 (
                     r["topic"],
                     r["partition"],
                     r["version"],
-                    r["bytes"],
-                    r["next_horizon"],
                     r["dirty_bytes"],
-                    r["first_dirty"],
+                    max(r["bytes"] - r["dirty_bytes"], 0),
+                    stamp(r["first_dirty"]),
+                    # Young rows were written raw: they stay dirty, their clock keeps running.
+                    None if r["first_dirty"] is None else at,
+                    stamp(r["next_horizon"]),
+                    at,
                 )
                 for r in results
             ],
-            "topic string, partition int, version long, bytes long, next_horizon long, "
-            "dirty_bytes long, first_dirty long",
+            "topic string, partition int, version long, dirty_bytes long, clean_bytes long, "
+            "first_dirty timestamp, first_dirty_at timestamp, next_horizon timestamp, "
+            "now timestamp",
         )
-        ts = F.timestamp_millis(F.lit(now))
-        with session_settings(self.spark, SOURCE_AS_IS):  # local rows: nothing to copy
-            (
-                self.tables.partitions.delta(self.spark)
-                .alias("t")
-                .merge(source.alias("s"), "t.topic = s.topic AND t.partition = s.partition")
-                .whenMatchedUpdate(
-                    set={
-                        # Young rows were written raw: they stay dirty, their clock keeps running.
-                        "dirty_bytes": F.col("s.dirty_bytes"),
-                        "clean_bytes": F.greatest(
-                            F.col("s.bytes") - F.col("s.dirty_bytes"), F.lit(0)
-                        ),
-                        "first_dirty_timestamp": F.timestamp_millis(F.col("s.first_dirty")),
-                        "first_dirty_appended_at": F.when(F.col("s.first_dirty").isNotNull(), ts),
-                        "last_materialized_at": ts,
-                        "materialized_version": F.col("s.version"),
-                        "materialized_log_start": F.col("t.log_start_offset"),
-                        "output_next_horizon": F.timestamp_millis(F.col("s.next_horizon")),
-                        "updated_at": ts,
-                    }
-                )
-                .execute()
-            )
+        self.tables.partitions.merge_rows(self.spark, source, _PUBLISHED)
+
+
+# A partition whose materialisation failed on its input: the first reason stays.
+_UNCLEANABLE = RowsMerge(
+    BY_PARTITION,
+    update={
+        "uncleanable_reason": "coalesce(t.uncleanable_reason, s.reason)",
+        "updated_at": "s.now",
+    },
+)
+# What a materialisation published (``_record``'s rows).
+_PUBLISHED = RowsMerge(
+    BY_PARTITION,
+    update={
+        "dirty_bytes": "s.dirty_bytes",
+        "clean_bytes": "s.clean_bytes",
+        "first_dirty_timestamp": "s.first_dirty",
+        "first_dirty_appended_at": "s.first_dirty_at",
+        "last_materialized_at": "s.now",
+        "materialized_version": "s.version",
+        "materialized_log_start": "t.log_start_offset",
+        "output_next_horizon": "s.next_horizon",
+        "updated_at": "s.now",
+    },
+)
 
 
 def _files(result: dict[str, Any]) -> tuple[OutputFile, ...]:

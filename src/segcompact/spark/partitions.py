@@ -15,14 +15,10 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from segcompact.spark.frames import local_frame
-from segcompact.spark.tables import (
-    SOURCE_AS_IS,
-    Table,
-    idempotent_writes,
-    session_settings,
-    timestamp,
-)
+from segcompact.clock import at_ms
+from segcompact.delta.merge_sql import BY_PARTITION, RowsMerge
+from segcompact.spark.frames import local_rows
+from segcompact.spark.tables import Table
 
 # What one batch adds to a partition, in the order the rows of batch_stats hold them.
 _STATS_DDL = (
@@ -124,6 +120,37 @@ def add_committed_counts(stats: list[dict[str, Any]], committed: DataFrame) -> N
             r["candidate_bytes"] += c.size
 
 
+# What a batch's numbers do to the partitions table: a new partition starts at log start 0 and
+# its dirty clock now; a known one adds them to its own. ``s.now`` is the batch's time,
+# ``s.appended`` the start of the erasure clock (null but for topics with a deletion SLA).
+_SUMMED = ("dirty_bytes", "segments", "records", "keyless_records", "bad_version_headers")
+_BATCH_MERGE = RowsMerge(
+    BY_PARTITION,
+    update={
+        **{name: f"t.{name} + s.{name}" for name in _SUMMED},
+        "log_end_offset": "greatest(t.log_end_offset, s.log_end_offset)",
+        "first_dirty_timestamp": "least(t.first_dirty_timestamp, s.first_dirty_timestamp)",
+        "first_dirty_appended_at": "coalesce(t.first_dirty_appended_at, s.now)",
+        "uncleanable_reason": "coalesce(t.uncleanable_reason, s.uncleanable_reason)",
+        "compression": "coalesce(s.compression, t.compression)",
+        "updated_at": "s.now",
+        "erasure_from": "least(t.erasure_from, s.appended)",
+    },
+    insert={
+        **{name: f"s.{name}" for name in _STATS_COLUMNS},
+        "log_start_offset": "0",
+        "first_dirty_appended_at": "s.now",
+        "clean_bytes": "0",
+        "last_materialized_at": "NULL",
+        "materialized_version": "NULL",
+        "materialized_log_start": "NULL",
+        "output_next_horizon": "NULL",
+        "updated_at": "s.now",
+        "erasure_from": "s.appended",
+    },
+)
+
+
 def merge_batch_stats(
     spark: SparkSession,
     table: Table,
@@ -137,84 +164,37 @@ def merge_batch_stats(
     """Add one batch's numbers to the partitions table (new partitions start at log start 0),
     once per idempotent-write pair ``write``. For the topics in ``erased`` (with a deletion
     SLA, merged straight into the state), the batch's records start the erasure clock
-    (``erasure_from``). ``new``: the table holds a row of none of the batch's partitions, so
-    the rows are appended (a MERGE into nothing costs a join for no match)."""
-    source = local_frame(
-        spark, [tuple(r[name] for name in _STATS_COLUMNS) for r in stats], _STATS_DDL
-    ).alias("s")
-    appended = F.when(
-        F.col("s.topic").isin(list(erased)),
-        F.least(F.col("s.first_dirty_timestamp"), timestamp(now)),
-    )
+    (``erasure_from``). ``new``: the table holds a row of none of the batch's partitions."""
+    at = at_ms(now)
+    rows = []
+    for r in stats:
+        first = r["first_dirty_timestamp"]
+        first = None if first is None else first.astimezone()  # naive: local, as collected
+        appended = (at if first is None else min(first, at)) if r["topic"] in erased else None
+        rows.append((*(r[name] for name in _STATS_COLUMNS), at, appended))
+    source = local_rows(rows, f"{_STATS_DDL}, now timestamp, appended timestamp")
+    table.merge_rows(spark, source, _BATCH_MERGE, write=write, into_nothing=new)
 
-    def t(name: str) -> Column:
-        return F.col(f"t.{name}")
 
-    def s(name: str) -> Column:
-        return F.col(f"s.{name}")
-
-    never = F.lit(None)
-    inserted = {
-        **{name: s(name) for name in _STATS_COLUMNS},
-        "log_start_offset": F.lit(0).cast("long"),
-        "first_dirty_appended_at": timestamp(now),
-        "clean_bytes": F.lit(0).cast("long"),
-        "last_materialized_at": never.cast("timestamp"),
-        "materialized_version": never.cast("long"),
-        "materialized_log_start": never.cast("long"),
-        "output_next_horizon": never.cast("timestamp"),
-        "updated_at": timestamp(now),
-        "erasure_from": appended,
-    }
-    if new:
-        app_id, version = write
-        rows = source.select(*(inserted[name].alias(name) for name in table.schema.fieldNames()))
-        table.append(rows, app_id=app_id, version=version)
-        return
-    summed = ("dirty_bytes", "segments", "records", "keyless_records", "bad_version_headers")
-    with idempotent_writes(spark, write), session_settings(spark, SOURCE_AS_IS):
-        (
-            table.delta(spark)
-            .alias("t")
-            .merge(source, "t.topic = s.topic AND t.partition = s.partition")
-            .whenMatchedUpdate(
-                set={
-                    **{name: t(name) + s(name) for name in summed},
-                    "log_end_offset": F.greatest(t("log_end_offset"), s("log_end_offset")),
-                    "first_dirty_timestamp": F.least(
-                        t("first_dirty_timestamp"), s("first_dirty_timestamp")
-                    ),
-                    "first_dirty_appended_at": F.coalesce(
-                        t("first_dirty_appended_at"), timestamp(now)
-                    ),
-                    "uncleanable_reason": F.coalesce(
-                        t("uncleanable_reason"), s("uncleanable_reason")
-                    ),
-                    "compression": F.coalesce(s("compression"), t("compression")),
-                    "updated_at": timestamp(now),
-                    "erasure_from": F.least(t("erasure_from"), appended),
-                }
-            )
-            .whenNotMatchedInsert(values={**inserted})
-            .execute()
-        )
+# Start the erasure clock where it is not running, or runs from later (``s.since``).
+_ERASURE_MERGE = RowsMerge(
+    BY_PARTITION,
+    update={"erasure_from": "s.since"},
+    when="t.erasure_from IS NULL OR s.since < t.erasure_from",
+)
 
 
 def mark_erasure(spark: SparkSession, table: Table, appended: DataFrame, now: int) -> None:
     """Start the erasure clock of partitions whose records were just merged into the state
     (``appended``: topic, partition, appended_at, the earliest record timestamp). Only rows
     whose clock moves are updated: a partition whose clock runs from earlier already keeps its
-    row, and with none to update Delta makes no commit (each graduation of a lagged topic with
-    a deletion SLA marked its partitions, and rewrote their rows, until a round took them)."""
-    since = F.least(F.col("s.appended_at"), timestamp(now))
-    clock = F.col("t.erasure_from")
-    (
-        table.delta(spark)
-        .alias("t")
-        .merge(appended.alias("s"), "t.topic = s.topic AND t.partition = s.partition")
-        .whenMatchedUpdate(
-            condition=clock.isNull() | (since < clock),
-            set={"erasure_from": since},
-        )
-        .execute()
-    )
+    row, and with none to update no commit is made (each graduation of a lagged topic with a
+    deletion SLA marked its partitions, and rewrote their rows, until a round took them)."""
+    at = at_ms(now)
+    rows = [
+        (r.topic, r.partition, at if r.appended_at is None else min(r.appended_at.astimezone(), at))
+        for r in appended.collect()
+    ]
+    if rows:
+        source = local_rows(rows, "topic string, partition int, since timestamp")
+        table.merge_rows(spark, source, _ERASURE_MERGE)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -20,6 +21,7 @@ from pyspark.sql import types as T
 from segcompact.compaction.rules import Rankings
 from segcompact.config import CompactorConfig, is_table_name
 from segcompact.config.sla import DAY_MS, retention_ms
+from segcompact.delta.merge_sql import RowsMerge
 from segcompact.delta.native import NativeReader
 from segcompact.delta.reader import TableReader
 from segcompact.erasure.schedule import EXPIRED, STAGES
@@ -240,6 +242,43 @@ class Table:
         read = self.reader(spark)
         if not (isinstance(read, NativeReader) and read.vacuum()):
             self.delta(spark).vacuum()
+
+    def merge_rows(
+        self,
+        spark: SparkSession,
+        rows: pa.Table,
+        merge: RowsMerge,
+        *,
+        write: tuple[str, int] | None = None,
+        into_nothing: bool = False,
+    ) -> None:
+        """MERGE ``rows`` (a few, held by the driver) into the table as ``merge`` says, once per
+        idempotent-write pair ``write`` (None: no pair): by delta-rs where it may
+        (:meth:`NativeReader.merge`), else by Spark. ``into_nothing``: the table holds none of
+        the rows' keys, so Spark appends the inserted rows instead (its MERGE into nothing costs
+        a join for no match)."""
+        read = self.reader(spark)
+        if isinstance(read, NativeReader) and read.merge(rows, merge, write):
+            return
+        source = spark.createDataFrame(rows).alias("s")
+        if into_nothing and write is not None:
+            app_id, version = write
+            types = {f.name: f.dataType for f in self.schema}
+            inserted = source.select(
+                *(F.expr(merge.insert[n]).cast(types[n]).alias(n) for n in self.schema.fieldNames())
+            )
+            self.append(inserted, app_id=app_id, version=version)
+            return
+        with idempotent_writes(spark, write), session_settings(spark, SOURCE_AS_IS):
+            merger = (
+                self.delta(spark)
+                .alias("t")
+                .merge(source, merge.on)
+                .whenMatchedUpdate(condition=merge.when, set=dict(merge.update))
+            )
+            if merge.insert:
+                merger = merger.whenNotMatchedInsert(values=dict(merge.insert))
+            merger.execute()
 
     def sql_name(self, spark: SparkSession) -> str:
         """How SQL names the table: ``delta.`<path>``` or its catalog name."""
