@@ -210,6 +210,25 @@ def test_every_location_on_s3(minio: MinioServer, tmp_path: Path, spark_conf_dir
     out = cli("delete-records", "--config", config_path, "--offset-json-file", offsets)
     assert f"partition: {topic}-{partition}\tlow_watermark: 5" in out
 
+    # The partitions table's few rows were merged by delta-rs on S3 (a conditional write per
+    # commit), beside Spark's commits to it: the creation, the first batch's rows.
+    engines = _engines(minio, config.state.partitions_table)
+    assert engines[0] == "Apache-Spark" and {"delta-rs"} <= set(engines.values())
+
+
+def _engines(minio: MinioServer, table: str) -> dict[int, str]:
+    """Each commit's engine, by version, from the table's log on the server."""
+    client = minio.client()
+    log = table.split("://", 1)[1].rstrip("/") + "/_delta_log"
+    engines = {}
+    for path in client.glob(f"{log}/*.json"):
+        for line in client.cat(path).decode().splitlines():
+            info = json.loads(line).get("commitInfo")
+            if info is not None:
+                name = path.rsplit("/", 1)[1]
+                engines[int(name.split(".")[0])] = info["engineInfo"].split("/")[0].split(":")[0]
+    return engines
+
 
 def _undamaged(
     records: dict[Partition, list[Any]], damaged: dict[str, str]

@@ -4,5 +4,6 @@ a table (:mod:`.location`: delta-rs where its location lets it, else Spark), del
 (:mod:`.pinned`). Spark's reader and SQL, for what delta-rs cannot open, are in
 ``segcompact.spark.table_reader``; Spark writes the tables' records
 (``segcompact.spark.tables``). A MERGE of a few rows the driver holds is said once
-(:mod:`.merge_sql`) and committed by delta-rs on local disks (:mod:`.native`), else by Spark.
+(:mod:`.merge_sql`) and committed by delta-rs where it opens the table (:mod:`.native`), else
+by Spark.
 """

@@ -1,5 +1,5 @@
-"""Delta tables read by delta-rs, without the JVM (and, on local disks, vacuumed and given
-small MERGEs).
+"""Delta tables read by delta-rs, without the JVM (and given small MERGEs; vacuumed on local
+disks).
 
 Opening a table, its version, properties and commit times, reading a small table's rows, and
 VACUUM take milliseconds here against a second or more of Spark jobs each, which every upkeep
@@ -185,11 +185,14 @@ class NativeReader:
         """MERGE ``rows`` (a few, held by the driver) into the table, skipped if the
         idempotent-write pair ``write`` (app id, version) was committed already, by delta-rs or
         by Spark (None: never skipped). False when delta-rs should not, having written nothing:
-        on an object store (its commit would not go through the LogStore Spark's commits use),
         a table with reader features (delta-rs 1.6 would rewrite a file without its deletion
-        vector) or a protocol it cannot write."""
-        if local_path(self.location) is None:
-            return False
+        vector) or a protocol it cannot write.
+
+        Its commit is exclusive on local disks (a rename that fails if the version exists, as
+        Spark's) and on S3 (a conditional write). Spark's commits to S3 are not (Delta's
+        single-driver LogStore checks, then writes), so no Spark commit to the table may run
+        meanwhile: a job writes its tables from one thread at a time (``spark.job``), and
+        every command that writes holds the job's lease (``app.preconditions.lease``)."""
         table = DeltaTable(self.location, storage_options=self.options or None)
         try:
             if table.protocol().reader_features:

@@ -136,14 +136,15 @@ class Storage:
 
     def delta_options(self, location: str) -> dict[str, str] | None:
         """delta-rs' storage options for a table at ``location``; None where delta-rs is not
-        given this store (Spark reads it)."""
+        given this store (Spark reads it). On S3 delta-rs commits by a conditional write
+        (``If-None-Match``), which S3 and MinIO honour: no lock and no unsafe rename."""
         scheme = scheme_of(location)
         if scheme is None or scheme == "file":
             return {}
         if scheme not in _S3:
             return None
         s3 = _s3_options(self.hadoop)
-        options = {"AWS_S3_ALLOW_UNSAFE_RENAME": "true"}  # read-only use; no lock needed
+        options: dict[str, str] = {}
         if s3.get("key"):
             options["AWS_ACCESS_KEY_ID"] = s3["key"]
             options["AWS_SECRET_ACCESS_KEY"] = s3["secret"]
