@@ -106,9 +106,15 @@ class NativeReader:
         # Arrow's scan threads may still be winding down when the interpreter exits
         # (std::terminate aborts the process then, seen with `run --once`): these reads are
         # small, one thread does.
-        return dataset.to_table(
-            columns=None if columns is None else list(columns), filter=where, use_threads=False
-        )
+        wanted = None if columns is None else list(columns)
+        try:
+            return dataset.to_table(columns=wanted, filter=where, use_threads=False)
+        except pa.ArrowNotImplementedError:
+            # A file delta-rs wrote (its MERGEs) holds strings as string views, which Arrow's
+            # scan (pyarrow 26) cannot compare with a string in a filter; read, then filter.
+            rows = dataset.to_table(use_threads=False)
+            rows = rows if where is None else rows.filter(where)
+            return rows if wanted is None else rows.select(wanted)
 
     def _read_by_sql(
         self, columns: Sequence[str] | None, where: pc.Expression | None
