@@ -19,19 +19,28 @@ pytestmark = pytest.mark.benchmark
 BURN_S = 1.0  # the worker's CPU seconds
 
 # A parent that ignores SIGCHLD, as PySpark's daemon does, and a worker it forks that burns CPU:
-# the kernel reaps the worker and adds its CPU to no one's RUSAGE_CHILDREN.
+# the kernel reaps the worker and adds its CPU to no one's RUSAGE_CHILDREN. The parent outlives
+# the worker: the worker closes the pipe before it has exited, and a parent that exited then
+# would hand it, still running, to the subreaper, which waits for it and so counts its CPU.
 PARENT = f"""
     import os, signal, time
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     read, write = os.pipe()
-    if os.fork() == 0:
+    worker = os.fork()
+    if worker == 0:
         os.close(read)
         start = time.process_time()
         while time.process_time() - start < {BURN_S}:
             pass
         os._exit(0)
     os.close(write)
-    os.read(read, 1)  # the worker's end closes the pipe
+    os.read(read, 1)  # the worker's end closes the pipe as it starts to exit
+    while True:  # until the kernel has reaped it: exiting first would leave it to the subreaper
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.001)
 """
 
 
