@@ -54,6 +54,46 @@ def test_every_table_is_created_once_and_reopened(spark: SparkSession, tmp_path:
     assert not dict(STATE_LAYOUT).keys() & tables.young.reader(spark).properties().keys()
 
 
+def _creator(path: Path) -> str:
+    return str(deltalake.DeltaTable(str(path)).history()[-1]["engineInfo"])
+
+
+def test_delta_rs_creates_the_tables_without_table_features_as_spark_would(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    names = ("state", "parts", "pending", "young", "ledger")
+    retention = {"delta.deletedFileRetentionDuration": "interval 3600000 milliseconds"}
+    tables = Tables.at(*(str(tmp_path / n) for n in names), properties=retention)
+    tables.ensure(spark)
+    tables.ensure(spark)
+    creators = {n: _creator(tmp_path / n) for n in names}
+    assert creators["state"].startswith("Apache-Spark"), creators  # deletion vectors: Spark's
+    assert all(creators[n].startswith("delta-rs") for n in names[1:]), creators
+    for n in names[1:]:
+        log = deltalake.DeltaTable(str(tmp_path / n))
+        assert log.version() == 0  # the properties are in the creating commit
+        assert retention.items() <= log.metadata().configuration.items()
+        assert (log.protocol().min_reader_version, log.protocol().min_writer_version) == (1, 2)
+    for t in tables.all().values():  # Spark reads each as it was declared, and writes it
+        assert t.read(spark).schema == t.schema
+    young = tables.young
+    young.append(spark.createDataFrame([], young.schema), app_id="a", version=1)
+    assert young.reader(spark).version() == 1
+    assert DeltaTable.forPath(spark, young.name).detail().first()["partitionColumns"] == ["topic"]
+
+
+def test_spark_creates_a_table_where_the_session_sets_delta_defaults(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    key = "spark.databricks.delta.properties.defaults.checkpointInterval"
+    with session_settings(spark, {key: "7"}):
+        Table(str(tmp_path / "t"), PARTITIONS_SCHEMA).ensure(spark)
+    assert _creator(tmp_path / "t").startswith("Apache-Spark")
+    assert deltalake.DeltaTable(str(tmp_path / "t")).metadata().configuration == {
+        "delta.checkpointInterval": "7"
+    }
+
+
 def test_an_existing_state_table_keeps_its_layout(spark: SparkSession, tmp_path: Path) -> None:
     tables = Tables.at(
         *(str(tmp_path / n) for n in ("state", "parts", "pending", "young", "ledger"))

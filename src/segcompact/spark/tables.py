@@ -184,7 +184,10 @@ class Table:
         columns added by a later segcompact are added to it (empty, or with the table's rows
         rewritten by ``fill``, in one commit). An existing table on a file system delta-rs
         reads is checked without a Spark job."""
-        text = self.reader(spark).schema_json()
+        read = self.reader(spark)
+        text = read.schema_json()
+        if text is None and isinstance(read, NativeReader) and self._created_as_spark_would(spark):
+            text = read.create(self.schema.json(), self.partition_by, dict(properties or {}))
         have = None if text is None else T.StructType.fromJson(json.loads(text))
         if have is None:
             builder = DeltaTable.createIfNotExists(spark).addColumns(self.schema)
@@ -219,6 +222,15 @@ class Table:
             )
         if properties:
             self._set_properties(spark, properties)
+
+    def _created_as_spark_would(self, spark: SparkSession) -> bool:
+        """Whether delta-rs creates this table as Spark's CREATE would: it asks for no table
+        feature (deletion vectors: Spark's protocol for them differs from delta-rs's), and the
+        session sets no Delta defaults for new tables (``spark.databricks.delta.properties
+        .defaults.*``, a protocol version), which only Spark's CREATE applies."""
+        return not self.created_with and not any(
+            key.startswith(_CREATE_DEFAULTS) for key in spark.conf.getAll
+        )
 
     def _set_properties(self, spark: SparkSession, properties: Mapping[str, str]) -> None:
         current = self.reader(spark).properties()
@@ -305,6 +317,13 @@ class Table:
         else:
             writer.saveAsTable(self.name)
 
+
+# Session settings with which Spark's CREATE gives a new table more than its schema says.
+_CREATE_DEFAULTS = (
+    "spark.databricks.delta.properties.defaults.",
+    "spark.databricks.delta.minReaderVersion",
+    "spark.databricks.delta.minWriterVersion",
+)
 
 # A new state table's properties. Deletion vectors: a MERGE marks the rows it replaces deleted
 # and writes only the new ones, where without them it rewrites the whole file of each partition
