@@ -219,6 +219,33 @@ def test_the_warm_up_commits_nothing_and_reads_through_delta_rs_or_spark(
     assert history is not None and int(history.operationMetrics["numDeletionVectorsAdded"]) == 1
 
 
+def test_the_warm_up_leaves_to_delta_rs_the_partitions_table_it_merges(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    tables = Tables.at(
+        *(str(tmp_path / n) for n in ("state", "parts", "pending", "young", "ledger"))
+    )
+    tables.ensure(spark)
+    tables.warm_up(spark)
+
+    def jobs() -> int:
+        before = jobs_started(spark)
+        tables.warm_up(spark)
+        return jobs_started(spark) - before
+
+    by_delta_rs = jobs()
+    read = tables.partitions.reader(spark)
+    assert isinstance(read, NativeReader) and read.merges()
+    # Deletion vectors, a reader feature: Spark MERGEs the table, so the warm-up warms it too.
+    spark.sql(
+        f"ALTER TABLE {tables.partitions.sql_name(spark)} "
+        "SET TBLPROPERTIES ('delta.enableDeletionVectors' = true)"
+    )
+    read = tables.partitions.reader(spark)
+    assert isinstance(read, NativeReader) and not read.merges()
+    assert jobs() > by_delta_rs
+
+
 def test_a_table_without_segcompacts_columns_is_refused_in_one_line(
     spark: SparkSession, tmp_path: Path
 ) -> None:

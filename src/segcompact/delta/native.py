@@ -209,6 +209,14 @@ class NativeReader:
         self._table = None
         return str(self.table.schema().to_json())
 
+    def merges(self) -> bool:
+        """Whether :meth:`merge` commits to this table (else it answers False, and Spark MERGEs):
+        a table without reader features, whose log delta-rs reads."""
+        try:
+            return not self.table.protocol().reader_features
+        except DeltaError:
+            return False
+
     def merge(self, rows: pa.Table, merge: RowsMerge, write: tuple[str, int] | None) -> bool:
         """MERGE ``rows`` (a few, held by the driver) into the table, skipped if the
         idempotent-write pair ``write`` (app id, version) was committed already, by delta-rs or
@@ -221,10 +229,10 @@ class NativeReader:
         single-driver LogStore checks, then writes), so no Spark commit to the table may run
         meanwhile: a job writes its tables from one thread at a time (``spark.job``), and
         every command that writes holds the job's lease (``app.preconditions.lease``)."""
-        table = DeltaTable(self.location, storage_options=self.options or None)
+        if not self.merges():
+            return False
+        table = self.table
         try:
-            if table.protocol().reader_features:
-                return False
             if write is not None:
                 app_id, version = write
                 done = table.transaction_version(app_id)

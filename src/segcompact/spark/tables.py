@@ -405,10 +405,14 @@ class Tables:
         return {"state": self.state, "young": self.young, "pending": self.pending}
 
     def warm_up(self, spark: SparkSession) -> None:
-        """An empty MERGE into every table, which commits nothing: the JVM loads and compiles
-        Delta's MERGE (10 s and more the first time, 2 s after) before a deadline counts on
-        it."""
-        for table in self.all().values():
+        """An empty MERGE into every table Spark MERGEs into, which commits nothing: the JVM
+        loads and compiles Delta's MERGE (10 s and more the first time, 2 s after) before a
+        deadline counts on it. Not the pending table (overwritten, never MERGEd), nor the
+        partitions table where delta-rs MERGEs its rows."""
+        for table in (self.state, self.young, self.partitions, self.ledger):
+            read = table.reader(spark)
+            if table is self.partitions and isinstance(read, NativeReader) and read.merges():
+                continue
             empty = local_frame(spark, [], table.schema)
             (
                 table.delta(spark)
