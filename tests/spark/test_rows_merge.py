@@ -111,7 +111,7 @@ def test_delta_rs_and_spark_merge_the_partitions_numbers_alike(
     with pytest.MonkeyPatch.context() as m:
         m.setattr(NativeReader, "merge", lambda *_: False)
         assert _apply(spark, by_spark, steps) == expected
-    # Each table was written by the engine it was meant for (version 0: Spark created it).
+    # Each table was written by the engine it was meant for (version 0 is its creation).
     assert _engines(native) <= {"delta-rs"}
     assert _engines(by_spark) <= {"Apache-Spark"}
 

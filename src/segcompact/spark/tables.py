@@ -409,10 +409,11 @@ class Tables:
         loads and compiles Delta's MERGE (10 s and more the first time, 2 s after) before a
         deadline counts on it. Not the pending table (overwritten, never MERGEd), nor the
         partitions table where delta-rs MERGEs its rows."""
-        for table in (self.state, self.young, self.partitions, self.ledger):
-            read = table.reader(spark)
-            if table is self.partitions and isinstance(read, NativeReader) and read.merges():
-                continue
+        warmed = [self.state, self.young, self.ledger]
+        partitions = self.partitions.reader(spark)
+        if not (isinstance(partitions, NativeReader) and partitions.merges()):
+            warmed.append(self.partitions)
+        for table in warmed:
             empty = local_frame(spark, [], table.schema)
             (
                 table.delta(spark)
