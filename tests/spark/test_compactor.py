@@ -10,6 +10,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
@@ -151,6 +152,11 @@ def test_streaming_state_matches_the_reference_model(spark: SparkSession, tmp_pa
     s.arrive(first)
     s.check()
     assert s.model.pending, "the generated log should leave a transaction undecided"
+    # With transactions in the batch, the new partitions' files were read as rows and removed:
+    # every data file left is one the state's log names.
+    state = Path(s.config.state.table)
+    named = set(pa.table(DeltaTable(str(state)).get_add_actions(flatten=True))["path"].to_pylist())
+    assert {str(f.relative_to(state)) for f in state.rglob("*.parquet")} == named
     # Step 2, later: the rest, with the late segments after newer ones.
     s.clock.advance(3_000)
     rest = [(t, p, seg) for (t, p), segs in logs.items() for seg in segs[2:]]
@@ -216,6 +222,10 @@ def test_a_steady_batch_makes_two_delta_commits_and_an_idle_run_no_spark_job(
     # The partitions table's rows are few: delta-rs merged them, not the JVM.
     written = DeltaTable(s.config.state.partitions_table).history()
     assert {h["engineInfo"].split(":")[0] for h in written if h["version"] > 0} == {"delta-rs"}
+    # The new partitions' winners never reached the JVM: their tasks wrote them as the state's
+    # files, and delta-rs committed them (``spark.state_files``).
+    (added,) = DeltaTable(s.config.state.table).history(limit=1)
+    assert (added["engineInfo"].split(":")[0], added["operation"]) == ("delta-rs", "WRITE")
 
     s.arrive([("by-offset", 0, segments[-1])])  # one more segment, nothing due
 

@@ -248,6 +248,7 @@ def test_schema_shares_the_kafka_source_columns(spark: SparkSession, tmp_path: P
         "folded_records",
         "one_per_key",
         "reduced_segments",
+        "state_file",
     ]
 
 

@@ -23,9 +23,10 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable, QueryBuilder
 from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import DeltaError, DeltaProtocolError, TableNotFoundError
-from deltalake.transaction import CommitProperties, Transaction
+from deltalake.transaction import AddAction, CommitProperties, PostCommitHookProperties, Transaction
 
 from segcompact.clock import epoch_ms
+from segcompact.delta.data_files import DataFile
 from segcompact.delta.location import local_path, native_location
 from segcompact.delta.merge_sql import RowsMerge
 from segcompact.delta.pinned import Pinned
@@ -250,6 +251,43 @@ class NativeReader:
             if merge.insert:
                 merger = merger.when_not_matched_insert(updates=dict(merge.insert))
             merger.execute()
+        except DeltaProtocolError:
+            return False
+        self._table = None  # its next read sees the commit
+        return True
+
+    def add_files(self, files: Sequence[DataFile], write: tuple[str, int]) -> bool:
+        """Commit ``files``, written into the table with their statistics, as one append,
+        skipped if the idempotent-write pair ``write`` was committed already (by delta-rs or by
+        Spark). False when delta-rs should not, having committed nothing: a protocol it cannot
+        write. It makes no checkpoint: delta-rs (1.6) could leave out the deletion vectors of
+        a table that has them, which Spark's next checkpoints keep."""
+        table = self.table
+        app_id, version = write
+        try:
+            done = table.transaction_version(app_id)
+            if done is not None and done >= version:
+                return True
+            table.create_write_transaction(
+                [
+                    AddAction(
+                        f.path,
+                        f.size,
+                        dict(f.partition_values),
+                        f.modification_time,
+                        True,
+                        f.stats,
+                    )
+                    for f in files
+                ],
+                mode="append",
+                schema=table.schema(),
+                partition_by=list(table.metadata().partition_columns) or None,
+                commit_properties=CommitProperties(app_transactions=[Transaction(*write)]),
+                post_commithook_properties=PostCommitHookProperties(
+                    create_checkpoint=False, cleanup_expired_logs=False
+                ),
+            )
         except DeltaProtocolError:
             return False
         self._table = None  # its next read sees the commit

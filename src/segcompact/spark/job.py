@@ -39,6 +39,7 @@ from segcompact.spark.materialize import Materializer
 from segcompact.spark.merge import BatchMerger
 from segcompact.spark.metrics_source import SparkMetrics
 from segcompact.spark.source import NAME, SourceOptions, register
+from segcompact.spark.state_files import filing_location
 from segcompact.spark.table_reader import SparkSql
 from segcompact.spark.tables import Tables
 from segcompact.spark.upkeep import Upkeep
@@ -207,6 +208,9 @@ class Compactor:
             "compaction": Rankings.of(self.config).to_json(),
             # Each segment's summary row: its end offset, valid bytes and error for the merge.
             "summaries": "true",
+            # Where a batch may ask its tasks to write new partitions' winners as the state's
+            # own files (``state_files``).
+            "stateFiles": filing_location(self.config.stream.checkpoint),
             # The source opens roots and manifest with the storage settings.
             **self.config.storage.hadoop,
         }

@@ -19,15 +19,18 @@ its DELETE is repaired by the next graduation.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Collection, Mapping
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from segcompact.clock import Clock
-from segcompact.config import LONG_MAX, CompactorConfig, TopicConfig
+from segcompact.config import LONG_MAX, CompactionStrategy, CompactorConfig, TopicConfig
+from segcompact.delta.native import NativeReader
 from segcompact.erasure.keyhash import SECRET_VARIABLE
 from segcompact.errors import ConfigError
 from segcompact.spark.frames import local_frame
@@ -35,6 +38,7 @@ from segcompact.spark.held import sized
 from segcompact.spark.ledger import record_deletes, sla_topics
 from segcompact.spark.partitions import (
     add_committed_counts,
+    add_filed_counts,
     batch_stats,
     mark_erasure,
     merge_batch_stats,
@@ -43,7 +47,14 @@ from segcompact.spark.read_committed import Transactions, read_committed
 from segcompact.spark.rules import per_topic, rank_by_topic, young
 from segcompact.spark.scan import Kind, Scan, at_or_above_log_start, scan
 from segcompact.spark.small_files import compact_small_files
-from segcompact.spark.table_reader import of_partitions
+from segcompact.spark.state_files import (
+    FiledWinners,
+    Filing,
+    filing_location,
+    remove_files,
+    withdraw,
+)
+from segcompact.spark.table_reader import of_partitions, qualify
 from segcompact.spark.tables import (
     SOURCE_AS_IS,
     STATE_SCHEMA,
@@ -101,6 +112,8 @@ class BatchMerger:
         # state (what an erasure round may count as expired).
         self.expired_until: int | None = None
         self.last_stats: list[dict[str, Any]] = []  # the last batch's, per partition
+        # Where a batch leaves its tasks its filing (``state_files``), beside the checkpoint.
+        self.filing_at = filing_location(config.stream.checkpoint)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         self.process(batch, batch_id)
@@ -118,12 +131,15 @@ class BatchMerger:
             return  # no segment: a new checkpoint's first batch (Spark runs it on nothing)
         now = self.clock.now_ms()
         known, starts = self._log_starts()
+        filing = self._leave_filing(now, known)
         scanned = scan(batch, starts, self.config.topics, self.config.defaults)
         self.last_stats = []
         txn: Transactions | None = None
+        read_back: list[FiledWinners] = []  # files whose rows the merge reads
         try:
             with timed(log, "decode and reduce"):
                 stats = self._partition_stats(scanned.rows)
+            filed = add_filed_counts(stats)
             self.last_stats = stats  # what the job's metrics count
             if not stats:
                 return
@@ -131,8 +147,6 @@ class BatchMerger:
             lagged = sorted(t for t, c in topics.items() if c.min_compaction_lag_ms > 0)
             direct = sorted(t for t in topics if t not in lagged)
             winners = scanned.records(Kind.WINNER)
-            # One candidate per key in every partition: the winners are the rows themselves.
-            one_per_key = all(r["one_per_key"] for r in stats if r["topic"] in direct)
             # Without a transactional record or marker in the batch, nothing pending is decided.
             committed = None
             if any(r["txn_records"] for r in stats):
@@ -145,6 +159,17 @@ class BatchMerger:
                 if committed is not None:
                     winners = winners.unionByName(committed.where(F.col("topic").isin(direct)))
                 pairs = [(r["topic"], r["partition"]) for r in stats if r["topic"] in direct]
+                fresh = [tp for tp in pairs if tp not in known]
+                with timed(log, "state files"):
+                    if self._commit_files(filed, stats, fresh, committed is None, batch_id):
+                        pairs, fresh = [tp for tp in pairs if tp not in fresh], []
+                    elif filed:
+                        read_back = [f for files in filed.values() for f in files]
+                        winners = winners.unionByName(self._filed_rows(read_back))
+                # One candidate per key in every partition: the winners are the rows themselves.
+                one_per_key = all(
+                    r["one_per_key"] for r in stats if (r["topic"], r["partition"]) in pairs
+                )
                 self._merge_state(
                     winners,
                     topics,
@@ -153,11 +178,13 @@ class BatchMerger:
                     state_write=(f"{self.app_id}-state", batch_id),
                     ledger_write=(f"{self.app_id}-ledger", batch_id),
                     one_per_key=one_per_key and committed is None,
-                    fresh=[tp for tp in pairs if tp not in known],
+                    fresh=fresh,
                     source_bytes={
                         (r["topic"], r["partition"]): r["candidate_bytes"] for r in stats
                     },
                 )
+                if filing is not None and read_back:
+                    remove_files(filing, read_back, self.config.storage)
             if lagged:
                 young = scanned.records(Kind.YOUNG)
                 if committed is not None:
@@ -184,8 +211,80 @@ class BatchMerger:
             finally:
                 if txn is not None:
                     txn.release()
+                if filing is not None:
+                    withdraw(self.filing_at, self.config.storage)
         with timed(log, "settle"):
             self.settle(now)
+
+    def _leave_filing(self, now: int, known: set[tuple[str, int]]) -> Filing | None:
+        """Leave the batch's filing for its tasks, where delta-rs commits to the state: the
+        winners of a partition the state does not hold then come as its own files
+        (``state_files``). None where it does not."""
+        read = self.tables.state.reader(self.spark)
+        if not isinstance(read, NativeReader):
+            return None
+
+        def retention(c: TopicConfig) -> int | None:
+            filed = (
+                c.min_compaction_lag_ms == 0
+                and c.gdpr_deletion_sla_ms is None
+                and c.compaction_strategy is CompactionStrategy.OFFSET
+            )
+            return c.delete_retention_ms if filed else None
+
+        filing = Filing(
+            now,
+            read.location,
+            frozenset(known),
+            {t: retention(c) for t, c in self.config.topics.items()},
+            retention(self.config.defaults),
+        )
+        filing.publish(self.filing_at, self.config.storage)
+        return filing
+
+    def _commit_files(
+        self,
+        filed: Mapping[tuple[str, int], list[FiledWinners]],
+        stats: list[dict[str, Any]],
+        fresh: Collection[tuple[str, int]],
+        decided: bool,
+        batch_id: int,
+    ) -> bool:
+        """Commit the files the tasks wrote, by delta-rs, as the batch's one write of the
+        partitions the state held nothing of (``fresh``): under the idempotent-write pair of
+        the append it replaces, so that a replayed batch writes them once, by either engine.
+        Only where they hold those partitions' winners, whole: one file each, its records one
+        per key, ``decided`` (no transaction in the batch adds a record), or no file and no
+        winner. Whether it did (else the merge reads the files' rows)."""
+        by_partition = {(r["topic"], r["partition"]): r for r in stats}
+
+        def whole(tp: tuple[str, int]) -> bool:
+            files, r = filed.get(tp, ()), by_partition[tp]
+            if files:
+                return len(files) == 1 and bool(r["one_per_key"])
+            return not r["candidate_bytes"]
+
+        if not filed or not decided or not all(whole(tp) for tp in fresh):
+            return False
+        files = [filed[tp][0].data_file() for tp in sorted(filed)]
+        return self.tables.state.add_files(
+            self.spark, files, (f"{self.app_id}-state-new", batch_id)
+        )
+
+    def _filed_rows(self, files: list[FiledWinners]) -> DataFrame:
+        """The winners ``files`` hold, as the batch's winner rows."""
+        root = qualify(self.spark, self.tables.state.name).rstrip("/")
+        schema = T.StructType([f for f in STATE_SCHEMA if f.name != "topic"])
+        frames = [
+            self.spark.read.schema(schema)
+            .parquet(*(f"{root}/{f.path}" for f in files if f.topic == topic))
+            .withColumn("topic", F.lit(topic))
+            for topic in sorted({f.topic for f in files})
+        ]
+        rows = functools.reduce(DataFrame.unionByName, frames)
+        return rows.select(
+            *(c if c in rows.columns else F.lit(None).cast("long").alias(c) for c in _KEYED_COLUMNS)
+        )
 
     # The steps of a batch, as methods so that the benchmark can time each.
 

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from segcompact.clock import at_ms
 from segcompact.delta.merge_sql import BY_PARTITION, RowsMerge
 from segcompact.spark.frames import local_rows
+from segcompact.spark.state_files import FiledWinners
 from segcompact.spark.tables import Table
 
 # What one batch adds to a partition, in the order the rows of batch_stats hold them.
@@ -66,6 +67,8 @@ def row_shares(data: Column, plain: Column, candidate: Column) -> list[Column]:
         F.when(summary, F.coalesce(F.col("one_per_key"), F.lit(False))).alias("one_per_key"),
         F.when(summary, F.coalesce(F.col("reduced_segments"), F.lit(1))).alias("reduced_segments"),
         F.when(candidate, candidate_bytes()).alias("candidate_bytes"),
+        # The file its task wrote the partition's winners to, in place of their rows.
+        F.col("state_file"),
     ]
 
 
@@ -91,6 +94,8 @@ def batch_stats(reduced: DataFrame) -> list[dict[str, Any]]:
             F.sum("keyless_records").cast("long").alias("keyless_records"),
             F.sum("bad_version_headers").cast("long").alias("bad_version_headers"),
             F.coalesce(F.sum("candidate_bytes"), F.lit(0)).cast("long").alias("candidate_bytes"),
+            F.max("last_data_offset").alias("last_data_offset"),
+            F.collect_list("state_file").alias("state_files"),
             # All of the partition's segments reduced together (the sizes of disjoint groups
             # add up to their largest only if there is one), to one candidate per key.
             ((F.sum("segments") == F.max("reduced_segments")) & F.bool_and("one_per_key")).alias(
@@ -100,6 +105,23 @@ def batch_stats(reduced: DataFrame) -> list[dict[str, Any]]:
         .collect()
     )
     return [r.asDict() for r in rows]
+
+
+def add_filed_counts(stats: list[dict[str, Any]]) -> dict[tuple[str, int], list[FiledWinners]]:
+    """Take the files each partition's tasks wrote its winners to out of ``stats`` (by
+    partition), and add their records to the partition's numbers, as their rows would."""
+    filed: dict[tuple[str, int], list[FiledWinners]] = {}
+    for r in stats:
+        files = [FiledWinners.from_json(text) for text in r.pop("state_files") or ()]
+        for f in files:
+            r["records"] += f.records
+            first, known = at_ms(f.first_timestamp_ms), r["first_dirty_timestamp"]
+            r["first_dirty_timestamp"] = first if known is None else min(known.astimezone(), first)
+            if r["last_data_offset"] is None or f.last_offset > r["last_data_offset"]:
+                r["last_data_offset"], r["compression"] = f.last_offset, f.compression
+        if files:
+            filed[(r["topic"], r["partition"])] = files
+    return filed
 
 
 def add_committed_counts(stats: list[dict[str, Any]], committed: DataFrame) -> None:

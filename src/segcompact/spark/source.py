@@ -41,6 +41,11 @@ Options (names are case-insensitive, as for every Spark source):
   ``tombstone``). The value is the JSON of :class:`~segcompact.compaction.rules.Rankings` (the
   compactor sets it); without it, every record comes out (the plain record stream), and those
   three columns are null (the topics' rules are not known).
+- ``stateFiles``: with ``compaction`` and ``summaries``, where a batch may leave a filing
+  (:mod:`segcompact.spark.state_files`, the compactor's job does): while one is there, a task
+  writes the winners of the partitions it names into the state table's own files, which it
+  names on the summary row of the partition's last segment (``state_file``) in place of their
+  rows; without one, the rows come out as always.
 - ``fs.*``: Hadoop storage settings for roots and manifest on an object store, as Spark takes
   them without ``spark.hadoop.`` (``fs.s3a.endpoint``, ``fs.s3a.access.key``, …); the standard
   environment credentials otherwise. Roots and manifest may be local paths or URIs
@@ -51,8 +56,9 @@ source names and types for the shared ones), then ``order_value`` (the record's 
 the header strategy, null without a readable one), ``bad_version`` (its version header is
 there but unreadable) and ``tombstone`` (it deletes its key), with ``compaction`` (else null;
 on a control record: null, false, false), then ``segment`` (the file), ``segment_base``,
-``segment_end``, ``segment_bytes``, ``error``, ``folded_records``, ``one_per_key`` and
-``reduced_segments`` (on a record: its segment's base, ``segment_end`` false, the others null).
+``segment_end``, ``segment_bytes``, ``error``, ``folded_records``, ``one_per_key``,
+``reduced_segments`` and ``state_file`` (on a record: its segment's base, ``segment_end``
+false, the others null).
 With ``summaries``, after a segment's records comes one summary row (``segment_end`` true):
 ``offset`` and ``batch_last_offset`` are the segment's last offset (-1 when it has no batch),
 ``batch_base_offset`` its base offset (from the file name), ``segment_bytes`` the bytes read as
@@ -103,11 +109,13 @@ from pyspark.sql.types import BooleanType, LongType, StringType, StructField, St
 
 from segcompact.compaction.reduce import SegmentReducer
 from segcompact.compaction.rules import RULE_FIELDS, Rankings
+from segcompact.config import CompactionStrategy
 from segcompact.discovery import discover
 from segcompact.errors import ConfigError, CorruptBatchError
 from segcompact.format.arrow import SCHEMA, Selection, decode_segment
 from segcompact.format.segment import SegmentReader
 from segcompact.manifest import Manifest, ManifestEntry, offset_of
+from segcompact.spark.state_files import Filing, StateFile, read_filing
 from segcompact.storage import Storage
 from segcompact.storage.settings import scheme_of
 
@@ -131,6 +139,7 @@ SPARK_SCHEMA = StructType(
         StructField("folded_records", LongType()),  # on a summary row, with ``compaction``
         StructField("one_per_key", BooleanType()),  # on a summary row, with ``compaction``
         StructField("reduced_segments", LongType()),  # on a summary row, with ``compaction``
+        StructField("state_file", StringType()),  # on a summary row, with ``stateFiles``
     ]
 )
 
@@ -159,6 +168,7 @@ class SourceOptions:
     storage: Storage = field(default_factory=Storage)
     rankings: Rankings | None = None  # the ``compaction`` option: reduce in the task
     summaries: bool = False  # a summary row per segment after the records
+    state_files: str | None = None  # where a batch's filing may be (``state_files``)
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -178,6 +188,7 @@ class SourceOptions:
             storage=Storage({k: v for k, v in opts.items() if k.startswith("fs.")}),
             rankings=_rankings(opts),
             summaries=_bool(opts, "summaries", False),
+            state_files=opts.get("statefiles") or None,
         )
 
     def tasks(self, segments: Iterable[ManifestEntry]) -> list[SegmentTask]:
@@ -296,15 +307,55 @@ def _split(run: list[ManifestEntry], max_bytes: int) -> Iterator[list[ManifestEn
 def read_task(task: InputPartition, options: SourceOptions) -> Iterator[pa.RecordBatch]:
     if not isinstance(task, SegmentTask):
         return  # Spark's placeholder partition when nothing was found
+    filing = _filing(options)
     for run in runs(task.segments, reduced=options.rankings is not None):
-        yield from read_segments(
+        first = run[0].file
+        state_file = None
+        if filing is not None and filing.takes(first.topic, first.partition):
+            assert options.rankings is not None  # a filing is read only with them
+            ranking = options.rankings.for_topic(first.topic)
+            # Only the offset strategy reduces a partition to one record per key in its task.
+            if ranking.strategy == CompactionStrategy.OFFSET.value and not ranking.lagged:
+                state_file = StateFile(filing, options.storage, first.topic, first.partition)
+        rows = read_segments(
             run,
             chunk_records=options.chunk_records,
             chunk_bytes=options.chunk_bytes,
             storage=options.storage,
             rankings=options.rankings,
             summaries=options.summaries,
+            state_file=state_file,
         )
+        yield from rows if state_file is None else _naming(rows, state_file)
+
+
+def _filing(options: SourceOptions) -> Filing | None:
+    """The batch's filing, if the source takes one and the batch left it."""
+    if options.state_files is None or options.rankings is None or not options.summaries:
+        return None
+    return read_filing(options.state_files, options.storage)
+
+
+def _naming(rows: Iterator[pa.RecordBatch], state_file: StateFile) -> Iterator[pa.RecordBatch]:
+    """``rows`` with the file of the run's winners named on its last summary row (the file
+    thrown away if the task fails: a retry writes another)."""
+    try:
+        last: pa.RecordBatch | None = None
+        for batch in rows:
+            if batch.num_rows == 1 and batch.column("segment_end")[0].as_py():
+                if last is not None:
+                    yield last
+                last = batch
+            else:
+                yield batch
+        filed = state_file.finish()
+    except BaseException:
+        state_file.discard()
+        raise
+    if last is not None:
+        named = pa.array([None if filed is None else filed.to_json()], pa.string())
+        at = last.schema.get_field_index("state_file")
+        yield last.set_column(at, last.schema.field(at), named)
 
 
 def runs(segments: Iterable[ManifestEntry], *, reduced: bool) -> list[list[ManifestEntry]]:
@@ -332,6 +383,7 @@ def read_segments(
     storage: Storage,
     rankings: Rankings | None = None,
     summaries: bool = True,
+    state_file: StateFile | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The records of one partition's consecutive segments as Arrow batches (reduced together
     under ``rankings``, if given, as one log), then, if ``summaries``, a summary row per segment.
@@ -387,6 +439,13 @@ def read_segments(
             # Rows keep their segment's base through the reduction.
             yield chunk.append_column("segment_base", pa.repeat(base, chunk.num_rows))
 
+    def records(rows: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+        if state_file is not None:
+            rows = state_file.take(rows)  # the winners into the state's file
+            if not rows.num_rows:
+                return
+        yield _records(rows)
+
     ends: list[tuple[int, int, str | None]] = []  # per segment: last offset, bytes, error
     counts: list[int] = []  # per segment: the records the first pass read
     for i, part in enumerate(parts):
@@ -400,7 +459,7 @@ def read_segments(
                 read += chunk.num_rows
                 reducing = chunk
                 for rows in [chunk] if reducer is None else reducer.add(chunk):
-                    yield _records(rows)
+                    yield from records(rows)
                 reducing = None
         except CorruptBatchError as e:
             failure = _describe(e, part.file.path)  # the good records before it still count
@@ -438,7 +497,7 @@ def read_segments(
     if reducer is not None:
         try:
             for rows in reducer.finish():
-                yield _records(rows)
+                yield from records(rows)
             if reducer.rescan:  # up to the records the first pass saw, segment by segment
                 first = 0
                 for i, (part, count) in enumerate(zip(parts, counts, strict=True)):
@@ -446,7 +505,7 @@ def read_segments(
                     first += count
                     try:
                         for rows in chunks(open_reader(part), part, select) if count else ():
-                            yield _records(reducer.leave(rows))
+                            yield from records(reducer.leave(rows))
                     except CorruptBatchError:
                         pass  # where the first pass stopped too
                     except _UNREADABLE as e:
@@ -533,6 +592,7 @@ def _records(batch: pa.RecordBatch) -> pa.RecordBatch:
         pa.nulls(n, pa.int64()),
         pa.nulls(n, pa.bool_()),
         pa.nulls(n, pa.int64()),
+        pa.nulls(n, pa.string()),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=_arrow_schema())
 
@@ -580,6 +640,7 @@ def _summary(
         "folded_records": None if reducer is None else reducer.folded if figures else 0,
         "one_per_key": None if reducer is None else reducer.one_per_key,
         "reduced_segments": None if reducer is None else together,
+        "state_file": None,
     }
     return pa.RecordBatch.from_pylist([row], schema=_arrow_schema())
 

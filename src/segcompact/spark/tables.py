@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -21,6 +21,7 @@ from pyspark.sql import types as T
 from segcompact.compaction.rules import Rankings
 from segcompact.config import CompactorConfig, is_table_name
 from segcompact.config.sla import DAY_MS, retention_ms
+from segcompact.delta.data_files import DataFile
 from segcompact.delta.merge_sql import RowsMerge
 from segcompact.delta.native import NativeReader
 from segcompact.delta.reader import TableReader
@@ -254,6 +255,14 @@ class Table:
         read = self.reader(spark)
         if not (isinstance(read, NativeReader) and read.vacuum()):
             self.delta(spark).vacuum()
+
+    def add_files(
+        self, spark: SparkSession, files: Sequence[DataFile], write: tuple[str, int]
+    ) -> bool:
+        """Commit ``files``, written into the table, as one append by delta-rs, once per
+        idempotent-write pair ``write``; False when delta-rs cannot (nothing committed)."""
+        read = self.reader(spark)
+        return isinstance(read, NativeReader) and read.add_files(files, write)
 
     def merge_rows(
         self,
