@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
@@ -21,15 +23,26 @@ from segcompact.compaction.rules import RULE_FIELDS, Ranking, Rankings
 from segcompact.config import TombstoneMode
 from segcompact.delta.data_files import statistics
 from segcompact.delta.native import NativeReader
+from segcompact.delta.reader import TableReader
 from segcompact.discovery import SegmentFile
 from segcompact.format.arrow import SCHEMA
+from segcompact.format.attributes import Compression
 from segcompact.format.batch import build_batch
 from segcompact.format.record import Record
 from segcompact.manifest import ManifestEntry
+from segcompact.samples import generate_partition
 from segcompact.spark.source import SegmentTask, SourceOptions, read_task
-from segcompact.spark.state_files import FILE_SCHEMA, FiledWinners, Filing, StateFile
-from segcompact.spark.tables import Tables
+from segcompact.spark.state_files import (
+    FILE_SCHEMA,
+    FiledWinners,
+    Filing,
+    StateFile,
+    filing_location,
+)
+from segcompact.spark.table_reader import SparkReader
+from segcompact.spark.tables import Table, Tables
 from segcompact.storage import Storage
+from tests.spark.test_compactor import Scenario
 from tests.unit.test_keys_first import FLAG, segments, write
 
 NOW = 1_700_000_000_123
@@ -282,3 +295,28 @@ def test_files_are_committed_once_per_pair_whichever_engine_committed_it(
     assert [(r.partition, r.key, r.offset, r.cleaned_at is not None) for r in state] == [
         (0, b"k", 5, True)
     ]
+
+
+def test_where_delta_rs_cannot_commit_to_the_state_spark_writes_the_rows_and_no_filing_is_left(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = Scenario(spark, tmp_path)
+    # One an earlier run left (killed mid-batch), when the state was somewhere else.
+    at = filing_location(s.config.stream.checkpoint)
+    Filing(NOW, str(tmp_path / "elsewhere"), frozenset(), {}, RETENTION).publish(at, Storage())
+    state = s.config.state.table
+    delta_rs = Table.reader
+
+    def reader(self: Table, spark: SparkSession) -> TableReader:
+        # As for a catalog name: the state read by Spark, and committed by Spark only.
+        return SparkReader(spark, self.name) if self.name == state else delta_rs(self, spark)
+
+    monkeypatch.setattr(Table, "reader", reader)
+    segments = generate_partition(random.Random(3), codec=Compression.LZ4)
+
+    s.arrive([("by-offset", 0, seg) for seg in segments])
+
+    s.check()
+    assert not os.path.exists(at) and not (tmp_path / "elsewhere").exists()
+    (added,) = DeltaTable(state).history(limit=1)
+    assert added["engineInfo"].startswith("Apache-Spark") and added["operation"] == "WRITE"

@@ -219,9 +219,11 @@ class BatchMerger:
     def _leave_filing(self, now: int, known: set[tuple[str, int]]) -> Filing | None:
         """Leave the batch's filing for its tasks, where delta-rs commits to the state: the
         winners of a partition the state does not hold then come as its own files
-        (``state_files``). None where it does not."""
+        (``state_files``). None where it does not (and none is left: one an earlier run left
+        would name another state)."""
         read = self.tables.state.reader(self.spark)
         if not isinstance(read, NativeReader):
+            withdraw(self.filing_at, self.config.storage)
             return None
 
         def retention(c: TopicConfig) -> int | None:
