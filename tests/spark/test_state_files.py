@@ -38,6 +38,7 @@ from segcompact.spark.state_files import (
     Filing,
     StateFile,
     filing_location,
+    named_files,
 )
 from segcompact.spark.table_reader import SparkReader
 from segcompact.spark.tables import Table, Tables
@@ -68,10 +69,15 @@ def options(tmp: Path, filing: Filing | None, ranking: Ranking, chunk_bytes: int
     )
 
 
-def task(paths: list[Path]) -> SegmentTask:
+def task(paths: list[Path], partitions: int = 1) -> SegmentTask:
+    """A task of the segments at ``paths``, read as each of ``partitions`` partitions in turn."""
     return SegmentTask(
         tuple(
-            ManifestEntry(i + 1, SegmentFile(TOPIC, 0, _base(p), str(p), os.path.getsize(p)))
+            ManifestEntry(
+                len(paths) * partition + i + 1,
+                SegmentFile(TOPIC, partition, _base(p), str(p), os.path.getsize(p)),
+            )
+            for partition in range(partitions)
             for i, p in enumerate(paths)
         )
     )
@@ -112,15 +118,17 @@ def as_state_row(r: dict[str, Any]) -> dict[str, Any]:
     segments(),
     st.sampled_from(list(TombstoneMode)),
     st.sampled_from([1 << 20, 64]),  # one pass, or keys first
-    st.booleans(),
+    st.sampled_from([(), (0,), (0, 1)]),
 )
 def test_a_task_files_the_winners_it_would_hand_over_and_nothing_else(
     tmp_path_factory: pytest.TempPathFactory,
     segments: list[list[bytes]],
     tombstones: TombstoneMode,
     chunk_bytes: int,
-    known: bool,
+    known: tuple[int, ...],
 ) -> None:
+    """Partitions 0 and 1 of a topic, in one task: the winners of those the state does not know
+    go to one file."""
     tmp = tmp_path_factory.mktemp("filing")
     paths = write(_directory(tmp / "log"), segments)
     ranking = Ranking(
@@ -128,36 +136,39 @@ def test_a_task_files_the_winners_it_would_hand_over_and_nothing_else(
         tombstone_header=FLAG if tombstones is TombstoneMode.HEADER else None,
     )
     table = tmp / "state"
-    filing = Filing(
-        NOW, str(table), frozenset({(TOPIC, 0)} if known else ()), {TOPIC: RETENTION}, None
-    )
+    filing = Filing(NOW, str(table), frozenset((TOPIC, p) for p in known), {TOPIC: RETENTION}, None)
+    segments_of = task(paths, partitions=2)
 
-    plain = rows(list(read_task(task(paths), options(tmp / "a", None, ranking, chunk_bytes))))
-    filed = rows(list(read_task(task(paths), options(tmp / "b", filing, ranking, chunk_bytes))))
+    plain = rows(list(read_task(segments_of, options(tmp / "a", None, ranking, chunk_bytes))))
+    filed = rows(list(read_task(segments_of, options(tmp / "b", filing, ranking, chunk_bytes))))
 
     names = [r["state_file"] for r in filed if r["state_file"] is not None]
-    winners = [r for r in plain if is_winner(r)]
-    event("known" if known else "no winner" if not winners else "filed")
-    if known or not winners:  # a partition the state knows, or nothing to write
+    taken = [r for r in plain if is_winner(r) and r["partition"] not in known]
+    event(f"{len(known)} known" if not taken else f"filed, {len(known)} known")
+    if not taken:  # partitions the state knows, or nothing to write
         assert filed == plain and not names
         assert not table.exists()
         return
     # The rest of the output is the plain output's, in its order; the last summary names the file.
     (name,) = names
     assert filed[-1]["state_file"] == name
-    assert [{**r, "state_file": None} for r in filed] == [r for r in plain if not is_winner(r)]
-    f = FiledWinners.from_json(name)
+    assert [{**r, "state_file": None} for r in filed] == [r for r in plain if r not in taken]
+    (f,) = named_files([name])
     written = pq.read_table(table / f.path)
     assert written.schema == FILE_SCHEMA
-    assert sorted(written.to_pylist(), key=lambda r: r["offset"]) == sorted(
-        (as_state_row(r) for r in winners), key=lambda r: r["offset"]
-    )
-    assert (f.topic, f.partition, f.size) == (TOPIC, 0, os.path.getsize(table / f.path))
+    order = lambda r: (r["partition"], r["offset"])  # noqa: E731
+    assert sorted(written.to_pylist(), key=order) == sorted(map(as_state_row, taken), key=order)
+    assert (f.topic, f.size) == (TOPIC, os.path.getsize(table / f.path))
     assert json.loads(f.stats) == json.loads(statistics(written))
-    assert f.records == len(winners)
-    assert f.first_timestamp_ms == min(_ms(r["timestamp"]) for r in winners)
-    newest = max(winners, key=lambda r: r["offset"])
-    assert (f.last_offset, f.compression) == (newest["offset"], newest["compression"])
+    for p in f.partitions:
+        winners = [r for r in taken if r["partition"] == p.partition]
+        newest = max(winners, key=lambda r: r["offset"])
+        assert (p.records, p.first_timestamp_ms) == (
+            len(winners),
+            min(_ms(r["timestamp"]) for r in winners),
+        )
+        assert (p.last_offset, p.compression) == (newest["offset"], newest["compression"])
+    assert {p.partition for p in f.partitions} == {r["partition"] for r in taken}
     assert f.path.startswith(f"topic={TOPIC}/") and len(list(table.rglob("*.parquet"))) == 1
 
 
@@ -275,7 +286,7 @@ def test_files_are_committed_once_per_pair_whichever_engine_committed_it(
     )
 
     def filed() -> FiledWinners:
-        state_file = StateFile(filing, Storage(), "pair", 0)
+        state_file = StateFile(filing, Storage(), "pair")
         assert state_file.take(rows).num_rows == 0
         done = state_file.finish()
         assert done is not None

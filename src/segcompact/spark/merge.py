@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections import Counter
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -164,7 +165,7 @@ class BatchMerger:
                     if self._commit_files(filed, stats, fresh, committed is None, batch_id):
                         pairs, fresh = [tp for tp in pairs if tp not in fresh], []
                     elif filed:
-                        read_back = [f for files in filed.values() for f in files]
+                        read_back = filed
                         winners = winners.unionByName(self._filed_rows(read_back))
                 # One candidate per key in every partition: the winners are the rows themselves.
                 one_per_key = all(
@@ -246,7 +247,7 @@ class BatchMerger:
 
     def _commit_files(
         self,
-        filed: Mapping[tuple[str, int], list[FiledWinners]],
+        files: list[FiledWinners],
         stats: list[dict[str, Any]],
         fresh: Collection[tuple[str, int]],
         decided: bool,
@@ -255,23 +256,21 @@ class BatchMerger:
         """Commit the files the tasks wrote, by delta-rs, as the batch's one write of the
         partitions the state held nothing of (``fresh``): under the idempotent-write pair of
         the append it replaces, so that a replayed batch writes them once, by either engine.
-        Only where they hold those partitions' winners, whole: one file each, its records one
-        per key, ``decided`` (no transaction in the batch adds a record), or no file and no
-        winner. Whether it did (else the merge reads the files' rows)."""
+        Only where they hold those partitions' winners, whole: each partition in one file, its
+        records one per key, ``decided`` (no transaction in the batch adds a record), or in no
+        file with no winner. Whether it did (else the merge reads the files' rows)."""
         by_partition = {(r["topic"], r["partition"]): r for r in stats}
+        held = Counter((f.topic, p.partition) for f in files for p in f.partitions)
 
         def whole(tp: tuple[str, int]) -> bool:
-            files, r = filed.get(tp, ()), by_partition[tp]
-            if files:
-                return len(files) == 1 and bool(r["one_per_key"])
-            return not r["candidate_bytes"]
+            if held[tp]:
+                return held[tp] == 1 and bool(by_partition[tp]["one_per_key"])
+            return not by_partition[tp]["candidate_bytes"]
 
-        if not filed or not decided or not all(whole(tp) for tp in fresh):
+        if not files or not decided or not all(whole(tp) for tp in fresh):
             return False
-        files = [filed[tp][0].data_file() for tp in sorted(filed)]
-        return self.tables.state.add_files(
-            self.spark, files, (f"{self.app_id}-state-new", batch_id)
-        )
+        write = (f"{self.app_id}-state-new", batch_id)  # the append's
+        return self.tables.state.add_files(self.spark, [f.data_file() for f in files], write)
 
     def _filed_rows(self, files: list[FiledWinners]) -> DataFrame:
         """The winners ``files`` hold, as the batch's winner rows."""

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from segcompact.clock import at_ms
 from segcompact.delta.merge_sql import BY_PARTITION, RowsMerge
 from segcompact.spark.frames import local_rows
-from segcompact.spark.state_files import FiledWinners
+from segcompact.spark.state_files import FiledWinners, named_files
 from segcompact.spark.tables import Table
 
 # What one batch adds to a partition, in the order the rows of batch_stats hold them.
@@ -107,21 +107,20 @@ def batch_stats(reduced: DataFrame) -> list[dict[str, Any]]:
     return [r.asDict() for r in rows]
 
 
-def add_filed_counts(stats: list[dict[str, Any]]) -> dict[tuple[str, int], list[FiledWinners]]:
-    """Take the files each partition's tasks wrote its winners to out of ``stats`` (by
-    partition), and add their records to the partition's numbers, as their rows would."""
-    filed: dict[tuple[str, int], list[FiledWinners]] = {}
-    for r in stats:
-        files = [FiledWinners.from_json(text) for text in r.pop("state_files") or ()]
-        for f in files:
-            r["records"] += f.records
-            first, known = at_ms(f.first_timestamp_ms), r["first_dirty_timestamp"]
+def add_filed_counts(stats: list[dict[str, Any]]) -> list[FiledWinners]:
+    """Take the files the batch's tasks wrote winners to out of ``stats``, and add what they
+    hold of each partition to its numbers, as their rows would."""
+    files = named_files([name for r in stats for name in r.pop("state_files") or ()])
+    by_partition = {(r["topic"], r["partition"]): r for r in stats}
+    for f in files:
+        for p in f.partitions:
+            r = by_partition[(f.topic, p.partition)]
+            r["records"] += p.records
+            first, known = at_ms(p.first_timestamp_ms), r["first_dirty_timestamp"]
             r["first_dirty_timestamp"] = first if known is None else min(known.astimezone(), first)
-            if r["last_data_offset"] is None or f.last_offset > r["last_data_offset"]:
-                r["last_data_offset"], r["compression"] = f.last_offset, f.compression
-        if files:
-            filed[(r["topic"], r["partition"])] = files
-    return filed
+            if r["last_data_offset"] is None or p.last_offset > r["last_data_offset"]:
+                r["last_data_offset"], r["compression"] = p.last_offset, p.compression
+    return files
 
 
 def add_committed_counts(stats: list[dict[str, Any]], committed: DataFrame) -> None:

@@ -43,9 +43,9 @@ Options (names are case-insensitive, as for every Spark source):
   three columns are null (the topics' rules are not known).
 - ``stateFiles``: with ``compaction`` and ``summaries``, where a batch may leave a filing
   (:mod:`segcompact.spark.state_files`, the compactor's job does): while one is there, a task
-  writes the winners of the partitions it names into the state table's own files, which it
-  names on the summary row of the partition's last segment (``state_file``) in place of their
-  rows; without one, the rows come out as always.
+  writes the winners of the partitions it takes into the state table's own files (one per
+  topic), which it names on its last summary row (``state_file``, a JSON array) in place of
+  their rows; without one, the rows come out as always.
 - ``fs.*``: Hadoop storage settings for roots and manifest on an object store, as Spark takes
   them without ``spark.hadoop.`` (``fs.s3a.endpoint``, ``fs.s3a.access.key``, …); the standard
   environment credentials otherwise. Roots and manifest may be local paths or URIs
@@ -115,7 +115,7 @@ from segcompact.errors import ConfigError, CorruptBatchError
 from segcompact.format.arrow import SCHEMA, Selection, decode_segment
 from segcompact.format.segment import SegmentReader
 from segcompact.manifest import Manifest, ManifestEntry, offset_of
-from segcompact.spark.state_files import Filing, StateFile, read_filing
+from segcompact.spark.state_files import Filing, StateFile, name_files, read_filing
 from segcompact.storage import Storage
 from segcompact.storage.settings import scheme_of
 
@@ -308,25 +308,32 @@ def read_task(task: InputPartition, options: SourceOptions) -> Iterator[pa.Recor
     if not isinstance(task, SegmentTask):
         return  # Spark's placeholder partition when nothing was found
     filing = _filing(options)
-    for run in runs(task.segments, reduced=options.rankings is not None):
-        first = run[0].file
-        state_file = None
-        if filing is not None and filing.takes(first.topic, first.partition):
-            assert options.rankings is not None  # a filing is read only with them
-            ranking = options.rankings.for_topic(first.topic)
-            # Only the offset strategy reduces a partition to one record per key in its task.
-            if ranking.strategy == CompactionStrategy.OFFSET.value and not ranking.lagged:
-                state_file = StateFile(filing, options.storage, first.topic, first.partition)
-        rows = read_segments(
-            run,
-            chunk_records=options.chunk_records,
-            chunk_bytes=options.chunk_bytes,
-            storage=options.storage,
-            rankings=options.rankings,
-            summaries=options.summaries,
-            state_file=state_file,
-        )
-        yield from rows if state_file is None else _naming(rows, state_file)
+    files: dict[str, StateFile] = {}  # per topic, the file of the winners the filing takes
+
+    def read() -> Iterator[pa.RecordBatch]:
+        for run in runs(task.segments, reduced=options.rankings is not None):
+            first = run[0].file
+            state_file = None
+            if filing is not None and filing.takes(first.topic, first.partition):
+                assert options.rankings is not None  # a filing is read only with them
+                ranking = options.rankings.for_topic(first.topic)
+                # Only the offset strategy reduces a partition to one record per key in its task.
+                if ranking.strategy == CompactionStrategy.OFFSET.value and not ranking.lagged:
+                    state_file = files.get(first.topic)
+                    if state_file is None:
+                        state_file = StateFile(filing, options.storage, first.topic)
+                        files[first.topic] = state_file
+            yield from read_segments(
+                run,
+                chunk_records=options.chunk_records,
+                chunk_bytes=options.chunk_bytes,
+                storage=options.storage,
+                rankings=options.rankings,
+                summaries=options.summaries,
+                state_file=state_file,
+            )
+
+    yield from read() if filing is None else _naming(read(), files)
 
 
 def _filing(options: SourceOptions) -> Filing | None:
@@ -336,24 +343,27 @@ def _filing(options: SourceOptions) -> Filing | None:
     return read_filing(options.state_files, options.storage)
 
 
-def _naming(rows: Iterator[pa.RecordBatch], state_file: StateFile) -> Iterator[pa.RecordBatch]:
-    """``rows`` with the file of the run's winners named on its last summary row (the file
-    thrown away if the task fails: a retry writes another)."""
+def _naming(
+    rows: Iterator[pa.RecordBatch], files: Mapping[str, StateFile]
+) -> Iterator[pa.RecordBatch]:
+    """``rows`` with the files of the task's winners named on its last summary row (thrown
+    away if the task fails: a retry writes others)."""
     try:
         last: pa.RecordBatch | None = None
-        for batch in rows:
-            if batch.num_rows == 1 and batch.column("segment_end")[0].as_py():
-                if last is not None:
-                    yield last
-                last = batch
-            else:
+        for batch in rows:  # each as it comes but a summary row, until the next batch
+            if last is not None:
+                yield last
+            summary = batch.num_rows == 1 and batch.column("segment_end")[0].as_py()
+            last = batch if summary else None
+            if not summary:
                 yield batch
-        filed = state_file.finish()
+        filed = [f for f in (state_file.finish() for state_file in files.values()) if f]
     except BaseException:
-        state_file.discard()
+        for state_file in files.values():
+            state_file.discard()
         raise
     if last is not None:
-        named = pa.array([None if filed is None else filed.to_json()], pa.string())
+        named = pa.array([name_files(filed)], pa.string())
         at = last.schema.get_field_index("state_file")
         yield last.set_column(at, last.schema.field(at), named)
 

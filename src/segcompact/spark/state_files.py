@@ -5,13 +5,13 @@ partition the state holds nothing of yet, the JVM took, held and encoded every w
 a first run's cost past its fixed one). Where delta-rs commits to the state table, the batch
 now leaves a :class:`Filing` beside its checkpoint before its first job: its time, the state's
 location and the partitions the state knows. The source's task reads it (the ``stateFiles``
-option) and writes the winners of a partition the state does not know as a Parquet file of the
-state's own, the batch's time in ``cleaned_at`` and ``delete_horizon``, with Delta's statistics
-(:class:`StateFile`); the summary row of the partition's last segment names it
+option) and writes the winners of the partitions the state does not know as a Parquet file of
+the state's own per topic, the batch's time in ``cleaned_at`` and ``delete_horizon``, with
+Delta's statistics (:class:`StateFile`); the task's last summary row names its files
 (``state_file``). The batch commits those files with delta-rs (``NativeReader.add_files``),
-under the idempotent-write pair the append had; where one cannot be committed as it is (its
-partition's records are not one per key, or wait on a transaction), Spark reads it as the
-winners' rows it replaces, and it is removed.
+under the idempotent-write pair the append had; where they cannot be committed as they are (a
+partition's records not one per key, or in two files; a transaction in the batch), Spark reads
+them as the winners' rows they replace, and they are removed.
 
 A topic is filed only where its records go straight to the state (no
 ``min.compaction.lag.ms``) with no deletion SLA (whose ledger reads the winners' tombstones),
@@ -137,22 +137,37 @@ def remove_files(filing: Filing, files: Sequence[FiledWinners], storage: Storage
 
 
 @dataclass(frozen=True, slots=True)
+class Filed:
+    """What a file holds of one Kafka partition: its records, the earliest one's timestamp,
+    the newest one's offset and its batch's codec."""
+
+    partition: int
+    records: int
+    first_timestamp_ms: int
+    last_offset: int
+    compression: int
+
+
+@dataclass(frozen=True, slots=True)
 class FiledWinners:
-    """A file of a partition's winners, as its summary row names it (``state_file``)."""
+    """A file of winners of a topic's partitions, as its task names it (``state_file``)."""
 
     topic: str
-    partition: int
     path: str  # relative to the table, as the log names it
     size: int
     modification_time: int
     stats: str
-    records: int
-    first_timestamp_ms: int  # the earliest record's
-    last_offset: int  # the newest record's, and its batch's codec
-    compression: int
+    partitions: tuple[Filed, ...]
 
-    def to_json(self) -> str:
-        return json.dumps({name: getattr(self, name) for name in self.__slots__})
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "path": self.path,
+            "size": self.size,
+            "modification_time": self.modification_time,
+            "stats": self.stats,
+            "partitions": [list(_fields(p)) for p in self.partitions],
+        }
 
     def data_file(self) -> DataFile:
         """The file as the state's log names it."""
@@ -160,20 +175,41 @@ class FiledWinners:
         return DataFile(self.path, self.size, values, self.modification_time, self.stats)
 
     @classmethod
-    def from_json(cls, text: str) -> FiledWinners:
-        return cls(**json.loads(text))
+    def from_json(cls, d: Mapping[str, Any]) -> FiledWinners:
+        return cls(
+            str(d["topic"]),
+            str(d["path"]),
+            int(d["size"]),
+            int(d["modification_time"]),
+            str(d["stats"]),
+            tuple(Filed(*(int(v) for v in p)) for p in d["partitions"]),
+        )
+
+
+def _fields(p: Filed) -> tuple[int, ...]:
+    return (p.partition, p.records, p.first_timestamp_ms, p.last_offset, p.compression)
+
+
+def name_files(files: Sequence[FiledWinners]) -> str | None:
+    """The ``state_file`` of a task's last summary row: its files, as JSON (None: none)."""
+    return json.dumps([f.to_json() for f in files]) if files else None
+
+
+def named_files(names: Sequence[str]) -> list[FiledWinners]:
+    """The files the ``state_file`` values ``names`` name."""
+    return [FiledWinners.from_json(d) for text in names for d in json.loads(text)]
 
 
 class StateFile:
-    """The winners of one partition's run of segments, written as a state data file: every
-    keyed record that is neither transactional nor a control record (what the merge would take
-    from the task), the rest left to the task's output. The file appears whole at
-    :meth:`finish`, or not at all."""
+    """The winners of a task's partitions of one topic, written as a state data file (the
+    state is partitioned by topic): every keyed record that is neither transactional nor a
+    control record (what the merge would take from the task), the rest left to the task's
+    output. The file appears whole at :meth:`finish`, or not at all."""
 
-    def __init__(self, filing: Filing, storage: Storage, topic: str, partition: int) -> None:
+    def __init__(self, filing: Filing, storage: Storage, topic: str) -> None:
         retention = filing.retention(topic)
         assert retention is not None, "a topic the filing does not take"
-        self.topic, self.partition = topic, partition
+        self.topic = topic
         self._now = pa.scalar(filing.now_ms * 1000, TIMESTAMP)
         self._horizon = pa.scalar((filing.now_ms + retention) * 1000, TIMESTAMP)
         self._fs, root = storage.resolve(filing.table)
@@ -183,12 +219,11 @@ class StateFile:
         self._file: Any = None
         self._writer: pq.ParquetWriter | None = None
         self._stats = Statistics(FILE_SCHEMA)
-        self._first: int | None = None
-        self._last = (-1, -1)  # offset, codec
+        self._partitions: dict[int, Filed] = {}
 
     def take(self, rows: pa.RecordBatch) -> pa.RecordBatch:
-        """Write the winners among ``rows`` (the task's reduced, classified records of the
-        partition); the others, which stay the task's output."""
+        """Write the winners among ``rows`` (the task's reduced, classified records of one
+        partition of the topic); the others, which stay the task's output."""
         winner = pc.and_(
             rows.column("key").is_valid(),
             pc.invert(pc.or_(rows.column("is_transactional"), rows.column("is_control"))),
@@ -216,17 +251,21 @@ class StateFile:
         )
         self._writer.write_batch(written)
         self._stats.add(written)
+        partition = rows.column("partition")[0].as_py()
         first = pc.min(rows.column("timestamp")).cast(pa.int64()).as_py() // 1000
-        self._first = first if self._first is None else min(self._first, first)
         offsets = rows.column("offset")
         newest = pc.index(offsets, pc.max(offsets)).as_py()
-        offset = offsets[newest].as_py()
-        if offset > self._last[0]:
-            self._last = (offset, rows.column("compression")[newest].as_py())
+        last = (offsets[newest].as_py(), rows.column("compression")[newest].as_py())
+        had = self._partitions.get(partition)
+        if had is not None:
+            first = min(first, had.first_timestamp_ms)
+            last = max(last, (had.last_offset, had.compression), key=lambda o: o[0])
+            n += had.records
+        self._partitions[partition] = Filed(partition, n, first, *last)
 
     def finish(self) -> FiledWinners | None:
         """The file, whole; None when no winner came."""
-        if self._writer is None or self._first is None:
+        if self._writer is None:
             return None
         self._writer.close()
         size = self._file.size
@@ -234,14 +273,11 @@ class StateFile:
             raise OSError(f"{self._full}: a file is there already")
         return FiledWinners(
             self.topic,
-            self.partition,
             self.path,
             size,
             int(time.time() * 1000),
             self._stats.to_json(),
-            self._stats.records,
-            self._first,
-            *self._last,
+            tuple(self._partitions[p] for p in sorted(self._partitions)),
         )
 
     def discard(self) -> None:
