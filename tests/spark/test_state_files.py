@@ -156,6 +156,8 @@ def test_a_task_files_the_winners_it_would_hand_over_and_nothing_else(
     (f,) = named_files([name])
     written = pq.read_table(table / f.path)
     assert written.schema == FILE_SCHEMA
+    # Its rows in one row group, however many batches they came in (as Spark writes them).
+    assert pq.ParquetFile(table / f.path).metadata.num_row_groups == 1
     order = lambda r: (r["partition"], r["offset"])  # noqa: E731
     assert sorted(written.to_pylist(), key=order) == sorted(map(as_state_row, taken), key=order)
     assert (f.topic, f.size) == (TOPIC, os.path.getsize(table / f.path))

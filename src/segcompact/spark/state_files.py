@@ -220,6 +220,9 @@ class StateFile:
         self._writer: pq.ParquetWriter | None = None
         self._stats = Statistics(FILE_SCHEMA)
         self._partitions: dict[int, Filed] = {}
+        self._held: list[pa.RecordBatch] = []  # the next row group's rows
+        self._held_rows = 0
+        self._held_bytes = 0
 
     def take(self, rows: pa.RecordBatch) -> pa.RecordBatch:
         """Write the winners among ``rows`` (the task's reduced, classified records of one
@@ -249,7 +252,11 @@ class StateFile:
         written = pa.RecordBatch.from_arrays(
             [*columns, horizon, pa.repeat(self._now, n)], schema=FILE_SCHEMA
         )
-        self._writer.write_batch(written)
+        self._held.append(written)
+        self._held_rows += n
+        self._held_bytes += written.nbytes
+        if self._held_rows >= _ROW_GROUP_ROWS or self._held_bytes >= _ROW_GROUP_BYTES:
+            self._flush()
         self._stats.add(written)
         partition = rows.column("partition")[0].as_py()
         first = pc.min(rows.column("timestamp")).cast(pa.int64()).as_py() // 1000
@@ -263,10 +270,18 @@ class StateFile:
             n += had.records
         self._partitions[partition] = Filed(partition, n, first, *last)
 
+    def _flush(self) -> None:
+        """The rows held, as one row group (each write is one at least: a task's thousand
+        small partitions made a file of thousands, which Spark's MERGE read slowly)."""
+        if self._held and self._writer is not None:
+            self._writer.write_table(pa.Table.from_batches(self._held), row_group_size=None)
+        self._held, self._held_rows, self._held_bytes = [], 0, 0
+
     def finish(self) -> FiledWinners | None:
         """The file, whole; None when no winner came."""
         if self._writer is None:
             return None
+        self._flush()
         self._writer.close()
         size = self._file.size
         if not self._file.publish():
@@ -287,6 +302,10 @@ class StateFile:
 
 
 _COMPUTED = ("delete_horizon", "cleaned_at")
+# A row group is written once the rows held reach either (a chunk of records leaving a big
+# partition is one already; Spark's are up to 128 MiB).
+_ROW_GROUP_ROWS = 1 << 17
+_ROW_GROUP_BYTES = 16 << 20
 
 
 class _Counted:
