@@ -18,10 +18,12 @@ from deltalake import DeltaTable
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
 
 from segcompact.compaction.rules import RULE_FIELDS, Ranking, Rankings
 from segcompact.config import TombstoneMode
-from segcompact.delta.data_files import statistics
+from segcompact.delta.data_files import Statistics
 from segcompact.delta.native import NativeReader
 from segcompact.delta.reader import TableReader
 from segcompact.discovery import SegmentFile
@@ -41,7 +43,7 @@ from segcompact.spark.state_files import (
     named_files,
 )
 from segcompact.spark.table_reader import SparkReader
-from segcompact.spark.tables import Table, Tables
+from segcompact.spark.tables import STATE_SCHEMA, Table, Tables
 from segcompact.storage import Storage
 from tests.spark.test_compactor import Scenario
 from tests.unit.test_keys_first import FLAG, segments, write
@@ -174,6 +176,12 @@ def test_a_task_files_the_winners_it_would_hand_over_and_nothing_else(
     assert f.path.startswith(f"topic={TOPIC}/") and len(list(table.rglob("*.parquet"))) == 1
 
 
+def statistics(rows: pa.Table) -> str:
+    stats = Statistics(rows.schema)
+    stats.add(rows)
+    return stats.to_json()
+
+
 def _directory(path: Path) -> Path:
     path.mkdir()
     return path
@@ -201,6 +209,13 @@ def test_a_task_files_nothing_without_a_filing_or_for_a_topic_it_does_not_take(
         == plain
     )
     assert not (tmp_path / "state").exists()
+
+
+def test_the_files_schema_is_the_states_but_its_partition_column() -> None:
+    """The task writes the state's columns in Arrow form without importing the Spark table
+    definitions; this holds the two the same."""
+    columns = StructType([f for f in STATE_SCHEMA if f.name != "topic"])
+    assert to_arrow_schema(columns, timezone="UTC").equals(FILE_SCHEMA)
 
 
 # --- the statistics, against Spark's Delta ---------------------------------------------------

@@ -23,15 +23,9 @@ import pyarrow.compute as pc
 _STRING_PREFIX = 32  # Spark's Delta keeps the first 32 characters of a string's bounds
 
 
-def statistics(rows: pa.Table | pa.RecordBatch) -> str:
-    """The ``stats`` JSON of a data file holding ``rows`` (its columns but the partition's)."""
-    stats = Statistics(rows.schema)
-    stats.add(rows)
-    return stats.to_json()
-
-
 class Statistics:
-    """A data file's statistics, gathered as its rows are written a batch at a time."""
+    """A data file's statistics (its columns but the partition's), gathered as its rows are
+    written a batch at a time; :meth:`to_json` is its ``stats``."""
 
     def __init__(self, schema: pa.Schema) -> None:
         self.schema = schema

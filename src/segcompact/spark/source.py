@@ -109,7 +109,6 @@ from pyspark.sql.types import BooleanType, LongType, StringType, StructField, St
 
 from segcompact.compaction.reduce import SegmentReducer
 from segcompact.compaction.rules import RULE_FIELDS, Rankings
-from segcompact.config import CompactionStrategy
 from segcompact.discovery import discover
 from segcompact.errors import ConfigError, CorruptBatchError
 from segcompact.format.arrow import SCHEMA, Selection, decode_segment
@@ -314,15 +313,13 @@ def read_task(task: InputPartition, options: SourceOptions) -> Iterator[pa.Recor
         for run in runs(task.segments, reduced=options.rankings is not None):
             first = run[0].file
             state_file = None
+            # The filing takes only topics a task reduces to one record per key (by offset),
+            # which go straight to the state.
             if filing is not None and filing.takes(first.topic, first.partition):
-                assert options.rankings is not None  # a filing is read only with them
-                ranking = options.rankings.for_topic(first.topic)
-                # Only the offset strategy reduces a partition to one record per key in its task.
-                if ranking.strategy == CompactionStrategy.OFFSET.value and not ranking.lagged:
-                    state_file = files.get(first.topic)
-                    if state_file is None:
-                        state_file = StateFile(filing, options.storage, first.topic)
-                        files[first.topic] = state_file
+                state_file = files.get(first.topic)
+                if state_file is None:
+                    state_file = StateFile(filing, options.storage, first.topic)
+                    files[first.topic] = state_file
             yield from read_segments(
                 run,
                 chunk_records=options.chunk_records,

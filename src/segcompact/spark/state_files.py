@@ -27,7 +27,7 @@ import posixpath
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -160,14 +160,7 @@ class FiledWinners:
     partitions: tuple[Filed, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "topic": self.topic,
-            "path": self.path,
-            "size": self.size,
-            "modification_time": self.modification_time,
-            "stats": self.stats,
-            "partitions": [list(_fields(p)) for p in self.partitions],
-        }
+        return asdict(self)
 
     def data_file(self) -> DataFile:
         """The file as the state's log names it."""
@@ -176,18 +169,7 @@ class FiledWinners:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> FiledWinners:
-        return cls(
-            str(d["topic"]),
-            str(d["path"]),
-            int(d["size"]),
-            int(d["modification_time"]),
-            str(d["stats"]),
-            tuple(Filed(*(int(v) for v in p)) for p in d["partitions"]),
-        )
-
-
-def _fields(p: Filed) -> tuple[int, ...]:
-    return (p.partition, p.records, p.first_timestamp_ms, p.last_offset, p.compression)
+        return cls(**{**d, "partitions": tuple(Filed(**p) for p in d["partitions"])})
 
 
 def name_files(files: Sequence[FiledWinners]) -> str | None:
